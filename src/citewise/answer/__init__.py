@@ -1,0 +1,1 @@
+"""Answers from evidence: extractive now, LLM-generated through the same Answerer contract."""

@@ -1,0 +1,124 @@
+"""Extractive answers: the evidence sentences that best answer the question, each cited.
+
+Used when no LLM is configured or the LLM fails. Each candidate sentence of the selected
+evidence is scored ``0.6 * cosine(sentence, question) + 0.4 * coverage``, where ``coverage`` is
+the IDF-weighted share of the question's terms in the sentence, plus ``0.05 / rank`` of its
+evidence. The best ``max_sentences`` whose score is at least ``RELATIVE_FLOOR`` of the best one
+are returned best first, each followed by its citation number ``[n]``. Table rows are given
+with their column names ("Full name: Mara Lindqvist; Department: Logistics").
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterator, Sequence
+
+
+from citewise.answer.answerer import NOT_FOUND
+from citewise.ingest.chunking import sentences
+from citewise.retrieve.analysis import tokenize
+from citewise.retrieve.embedding import Embedder
+from citewise.types import Answer, DoneEvent, Event, Evidence, StatusEvent, TokenEvent
+
+RELATIVE_FLOOR = 0.75
+MAX_SENTENCE_CHARS = 600
+
+
+def _table_rows(text: str) -> tuple[list[str], list[str]] | None:
+    """(header cells, row lines) when the chunk is a pipe table with a header line."""
+    lines = [ln for ln in text.split("\n") if ln.strip()]
+    if len(lines) < 2 or " | " not in lines[0]:
+        return None
+    rows = [ln for ln in lines[1:] if " | " in ln and not set(ln) <= set("|-: ")]
+    return ([c.strip() for c in lines[0].split("|")], rows) if rows else None
+
+
+def _candidates(evidence: Evidence) -> list[str]:
+    text = evidence.chunk.text
+    table = _table_rows(text)
+    if table is not None:
+        header, rows = table
+        out = []
+        for row in rows:
+            cells = [c.strip() for c in row.split("|")]
+            if len(cells) == len(header):
+                out.append("; ".join(f"{h}: {c}" for h, c in zip(header, cells, strict=True) if c))
+            else:
+                out.append(row)
+        return out
+    out = []
+    for s in sentences(text):
+        if len(s) > MAX_SENTENCE_CHARS:
+            s = s[:MAX_SENTENCE_CHARS].rsplit(" ", 1)[0] + " …"
+        if any(ch.isalnum() for ch in s):
+            out.append(s)
+    return out
+
+
+class ExtractiveAnswerer:
+    """Answers with sentences quoted from the evidence; never writes text of its own."""
+
+    def __init__(self, embedder: Embedder, max_sentences: int = 3) -> None:
+        self.embedder = embedder
+        self.max_sentences = max_sentences
+
+    def answer(
+        self, question: str, evidence: Sequence[Evidence], idf: dict[str, float] | None = None
+    ) -> Answer:
+        """The answer from ``evidence`` (best first); ``idf`` weights the question's terms
+        (see :func:`idf_table`; every term weighs 1 when omitted)."""
+        t0 = time.perf_counter()
+        if not evidence:
+            return Answer(question, NOT_FOUND, (), found=False, mode="extractive")
+        terms = list(dict.fromkeys(tokenize(question)))
+        weights = {t: (idf or {}).get(t, 1.0) for t in terms}
+        total = sum(weights.values()) or 1.0
+        pool: list[tuple[int, str]] = []
+        for rank, ev in enumerate(evidence):
+            pool.extend((rank, s) for s in _candidates(ev))
+        if not pool:
+            return Answer(question, NOT_FOUND, (), found=False, mode="extractive")
+        vectors = self.embedder.embed_documents([s for _, s in pool])
+        q = self.embedder.embed_query(question)
+        cosine = vectors @ q
+        scored = []
+        for (rank, s), cos in zip(pool, cosine, strict=True):
+            have = set(tokenize(s))
+            coverage = sum(w for t, w in weights.items() if t in have) / total
+            scored.append((0.6 * float(cos) + 0.4 * coverage + 0.05 / (rank + 1), rank, s))
+        scored.sort(key=lambda x: -x[0])
+        best = scored[0][0]
+        chosen: list[tuple[float, int, str]] = []
+        seen: set[str] = set()
+        for score, rank, s in scored:
+            if len(chosen) >= self.max_sentences or score < RELATIVE_FLOOR * best:
+                break
+            key = " ".join(s.split()).casefold()
+            if key in seen:
+                continue
+            seen.add(key)
+            chosen.append((score, rank, s))
+        text = " ".join(f"{s} [{evidence[rank].citation.n}]" for _, rank, s in chosen)
+        return Answer(
+            question, text, tuple(ev.citation for ev in evidence), found=True, mode="extractive",
+            metrics={"answer_ms": (time.perf_counter() - t0) * 1000},
+        )
+
+    def stream(
+        self, question: str, evidence: Sequence[Evidence], history: Sequence[tuple[str, str]] = (),
+        idf: dict[str, float] | None = None,
+    ) -> Iterator[Event]:
+        yield StatusEvent("selecting evidence sentences", stage="answer")
+        answer = self.answer(question, evidence, idf)
+        for word in answer.text.split(" "):
+            yield TokenEvent(word + " ")
+        yield DoneEvent(answer)
+
+
+def idf_table(n_docs: int, df: dict[str, int]) -> dict[str, float]:
+    """Lucene-smoothed IDF per term: ``ln(1 + (N - df + 0.5) / (df + 0.5))``."""
+    return {t: math.log(1 + (n_docs - d + 0.5) / (d + 0.5)) for t, d in df.items()}
+
+
+__all__ = ["ExtractiveAnswerer", "idf_table"]

@@ -1,0 +1,254 @@
+"""The ``citewise`` command line (Typer): ingest, ask, search, status, reindex, eval."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from citewise.config import SearchMode, Settings
+from citewise.errors import CitewiseError
+
+app = typer.Typer(
+    help="Ask your documents: hybrid search with cited answers, offline by default.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+eval_app = typer.Typer(help="Measure retrieval quality on benchmark data.", no_args_is_help=True)
+app.add_typer(eval_app, name="eval")
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+class OutputFormat(str, Enum):
+    text = "text"
+    json = "json"
+
+
+FormatOpt = Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")]
+TopKOpt = Annotated[int | None, typer.Option("--top-k", "-k", min=1, max=100,
+                                             help="Number of sources (default: CITEWISE_TOP_K).")]
+
+
+def _engine():  # type: ignore[no-untyped-def]
+    from citewise.engine import Engine
+
+    return Engine(Settings())
+
+
+@contextmanager
+def _errors() -> Iterator[None]:
+    """Print citewise errors as one clean line and exit 1 (2 for bad settings)."""
+    try:
+        yield
+    except CitewiseError as err:
+        err_console.print(f"[bold red]error:[/] {escape(str(err))}")
+        raise typer.Exit(1) from None
+    except ValueError as err:  # pydantic ValidationError for settings
+        if type(err).__name__ == "ValidationError":
+            err_console.print(f"[bold red]invalid setting:[/] {escape(str(err))}")
+            raise typer.Exit(2) from None
+        raise
+
+
+@contextmanager
+def _progress(label: str, enabled: bool) -> Iterator[Any]:
+    if not enabled:
+        yield None
+        return
+    with Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+        TimeElapsedColumn(), TextColumn("{task.fields[item]}", style="dim"),
+        console=err_console, transient=True,
+    ) as progress:
+        task = progress.add_task(label, total=None, item="")
+
+        def update(item: str, done: int, total: int) -> None:
+            progress.update(task, completed=done, total=total or None, item=item[-60:])
+
+        yield update
+
+
+def _jsonable(obj: Any) -> Any:
+    return json.loads(json.dumps(obj, default=lambda o: asdict(o) if hasattr(o, "__dataclass_fields__") else str(o)))
+
+
+@app.command()
+def ingest(
+    paths: Annotated[list[Path], typer.Argument(help="Files and folders to index.")],
+    prune: Annotated[bool, typer.Option(help="Also drop documents whose files are gone.")] = False,
+    fmt: FormatOpt = OutputFormat.text,
+) -> None:
+    """Add or update files and folders; unchanged files are skipped, removed ones deleted."""
+    with _errors():
+        engine = _engine()
+        with _progress("ingesting", fmt is OutputFormat.text and sys.stderr.isatty()) as update:
+            report = engine.ingest(paths, prune=prune, progress=update)
+    if fmt is OutputFormat.json:
+        print(json.dumps({"files": _jsonable(report.files), "seconds": report.seconds,
+                          "chunks": report.chunks, "embedded": report.embedded}, ensure_ascii=False))
+    else:
+        for f in report.files:
+            if f.status == "failed":
+                console.print(f"[red]failed[/]    {escape(f.path)}: {escape(f.reason)}")
+            elif f.status != "unchanged":
+                console.print(f"[green]{f.status:<9}[/] {escape(f.path)} ({f.chunks} chunks)")
+            for w in f.warnings:
+                console.print(f"[yellow]warning[/]   {escape(f.path)}: {escape(w)}")
+        counts = ", ".join(
+            f"{report.count(s)} {s}" for s in ("added", "updated", "unchanged", "deleted", "failed")
+        )
+        console.print(f"{counts}; {report.chunks} chunks written, {report.embedded} embedded "
+                      f"in {report.seconds:.1f} s")
+    if report.files and report.count("failed") == len(report.files):
+        raise typer.Exit(1)
+
+
+def _print_sources(citations: Any) -> None:
+    if not citations:
+        return
+    console.print("\n[bold]Sources[/]")
+    for c in citations:
+        console.print(f"  [{c.n}] {escape(c.location)}  [dim](chars {c.char_start}-{c.char_end}, "
+                      f"relevance {c.score:.2f})[/]")
+
+
+@app.command()
+def ask(
+    question: Annotated[str, typer.Argument(help="The question.")],
+    extractive: Annotated[bool, typer.Option(help="Quote evidence sentences (no LLM).")] = True,
+    top_k: TopKOpt = None,
+    fmt: FormatOpt = OutputFormat.text,
+) -> None:
+    """Answer a question with numbered citations and the sources below it."""
+    from citewise.types import DoneEvent
+
+    with _errors():
+        engine = _engine()
+        answer = None
+        for event in engine.ask_stream(question, top_k=top_k):
+            if isinstance(event, DoneEvent):
+                answer = event.answer
+    assert answer is not None
+    if fmt is OutputFormat.json:
+        print(json.dumps(_jsonable(answer), ensure_ascii=False))
+        return
+    console.print(escape(answer.text))
+    _print_sources(answer.citations)
+
+
+@app.command()
+def search(
+    query: Annotated[str, typer.Argument(help="What to look for.")],
+    mode: Annotated[SearchMode, typer.Option(help="Which legs to run.")] = SearchMode.HYBRID,
+    top_k: TopKOpt = None,
+    per_file: Annotated[int | None, typer.Option(min=1, help="Chunks per file.")] = None,
+    fmt: FormatOpt = OutputFormat.text,
+) -> None:
+    """Ranked chunks with file, page/lines, section and each stage's score."""
+    with _errors():
+        result = _engine().search(query, mode=mode, top_k=top_k, per_file=per_file, min_score=0.0)
+    if fmt is OutputFormat.json:
+        hits = [
+            {"rank": i, "chunk_id": h.chunk_id, "path": h.document.path, "page": h.chunk.page,
+             "line_start": h.chunk.line_start, "line_end": h.chunk.line_end,
+             "section": list(h.chunk.section), "source": h.source, "dense": h.dense,
+             "bm25": h.sparse, "fused": h.fused, "rerank": h.rerank, "relevance": h.relevance,
+             "score": h.score, "text": h.chunk.text}
+            for i, h in enumerate(result.hits, start=1)
+        ]
+        print(json.dumps({"query": result.query, "hits": hits, "timings_ms": result.timings_ms},
+                         ensure_ascii=False))
+        return
+    if not result.hits:
+        console.print("No matching passages.")
+        return
+    table = Table(show_lines=True)
+    for col in ("#", "location", "dense", "BM25", "fused", "rerank", "rel.", "text"):
+        table.add_column(col, overflow="fold")
+    fmt_score = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
+    for i, h in enumerate(result.hits, start=1):
+        loc = (h.document.path + (f" p.{h.chunk.page}" if h.chunk.page else
+               f" l.{h.chunk.line_start}-{h.chunk.line_end}" if h.chunk.line_start else "")
+               + (f"\n{' > '.join(h.chunk.section)}" if h.chunk.section else ""))
+        snippet = " ".join(h.chunk.text.split())[:220]
+        table.add_row(str(i), escape(loc), fmt_score(h.dense), fmt_score(h.sparse),
+                      fmt_score(h.fused), fmt_score(h.rerank), fmt_score(h.relevance),
+                      escape(snippet))
+    console.print(table)
+    timings = ", ".join(f"{k.removesuffix('_ms')} {v:.1f}" for k, v in result.timings_ms.items())
+    console.print(f"[dim]ms: {timings}[/]")
+
+
+@app.command()
+def status(fmt: FormatOpt = OutputFormat.text) -> None:
+    """Documents, chunks, model names and index size."""
+    with _errors():
+        info = _engine().status()
+    if fmt is OutputFormat.json:
+        print(json.dumps(info))
+        return
+    for key, value in info.items():
+        console.print(f"{key:<28} {value}")
+
+
+@app.command()
+def reindex() -> None:
+    """Re-embed every document with the configured embedding model."""
+    with _errors():
+        engine = _engine()
+        with _progress("re-indexing", sys.stderr.isatty()) as update:
+            report = engine.reindex(progress=update)
+    console.print(f"re-indexed {report.count('added')} documents, {report.chunks} chunks "
+                  f"in {report.seconds:.1f} s; {report.count('failed')} failed")
+
+
+@eval_app.command("beir")
+def eval_beir(
+    path: Annotated[Path, typer.Argument(help="A BEIR-format dataset folder.")],
+    split: Annotated[str, typer.Option(help="qrels split to score.")] = "test",
+    models: Annotated[str, typer.Option(help="Comma-separated embedding models.")] = "",
+    queries: Annotated[int, typer.Option(help="Score only the first N queries (0 = all).")] = 0,
+    fmt: FormatOpt = OutputFormat.text,
+) -> None:
+    """nDCG@10, recall@100, MRR@10 and hit@10 for BM25, dense and each fusion."""
+    from citewise.eval.run import run_beir
+
+    with _errors():
+        settings = Settings()
+        names = [m for m in models.split(",") if m] or [settings.embedding_model]
+        with _progress("evaluating", fmt is OutputFormat.text and sys.stderr.isatty()) as update:
+            rows = run_beir(path, settings, names, split=split, max_queries=queries,
+                            progress=update)
+    if fmt is OutputFormat.json:
+        print(json.dumps(rows))
+        return
+    table = Table()
+    for col in ("run", "nDCG@10", "recall@100", "MRR@10", "hit@10", "ms/query"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(r["run"], *(f"{r[k]:.3f}" for k in ("nDCG@10", "recall@100", "MRR@10",
+                                                          "hit@10")), f"{r['ms_per_query']:.1f}")
+    console.print(table)
+
+
+def main() -> None:  # pragma: no cover
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,126 @@
+"""Settings: one validated object, built by the caller and passed down, never at import time.
+
+Sources, highest priority first: keyword arguments, ``CITEWISE_*`` environment variables, a
+``.env`` file in the working directory, ``citewise.toml`` in the working directory, then
+``$CITEWISE_HOME/citewise.toml``, then the defaults below.
+"""
+
+from __future__ import annotations
+
+import os
+from enum import Enum
+from pathlib import Path
+
+from pydantic import Field, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+
+class Fusion(str, Enum):
+    """How the dense and the BM25 lists are merged (see :mod:`citewise.retrieve.fusion`)."""
+
+    COMBINE_AND_DEDUP = "combine_and_dedup"
+    RRF = "rrf"
+    WEIGHTED = "weighted"
+
+
+class SearchMode(str, Enum):
+    HYBRID = "hybrid"
+    DENSE = "dense"
+    SPARSE = "sparse"
+
+
+def default_home() -> Path:
+    return Path(os.environ.get("CITEWISE_HOME", Path.home() / ".citewise")).expanduser()
+
+
+class Settings(BaseSettings):
+    """Every citewise setting; each is also the environment variable ``CITEWISE_<NAME>``."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="CITEWISE_",
+        env_file=".env",
+        extra="forbid",
+        toml_file=["citewise.toml"],
+        validate_default=True,
+    )
+
+    home: Path = Field(default_factory=default_home, description="Index, sessions and config.")
+    store: str = Field(
+        "", description="Index location: a folder path or sqlite path; empty = $home/index.sqlite3"
+    )
+
+    # --- models -------------------------------------------------------------------------
+    embedding_model: str = Field(
+        "minilm",
+        description="'minilm' (all-MiniLM-L6-v2), 'use' (multilingual USE v3), 'e5' "
+        "(multilingual-e5-small, 4-bit), or a local sentence-transformers model folder.",
+    )
+    reranker_model: str = Field(
+        "", description="Local cross-encoder folder (sentence-transformers); empty = no reranker."
+    )
+    threads: int = Field(2, ge=1, description="CPU threads for model inference.")
+    embed_batch_size: int = Field(32, ge=1)
+
+    # --- chunking -----------------------------------------------------------------------
+    chunk_tokens: int = Field(480, ge=32, description="Target chunk size in model tokens.")
+    chunk_overlap: int = Field(48, ge=0, description="Overlap between split chunks, in tokens.")
+
+    # --- retrieval ----------------------------------------------------------------------
+    fusion: Fusion = Fusion.WEIGHTED
+    alpha: float = Field(0.4, ge=0.0, le=1.0, description="Weight of BM25 in weighted fusion.")
+    rrf_k: int = Field(60, ge=1, description="RRF constant k (Cormack et al., 2009).")
+    dense_k: int = Field(50, ge=1, description="Candidates taken from dense search.")
+    sparse_k: int = Field(50, ge=1, description="Candidates taken from BM25.")
+    rerank_candidates: int = Field(30, ge=1, description="Fused candidates sent to the reranker.")
+    rerank_weight: float = Field(
+        0.7, ge=0.0, le=1.0, description="Weight of the reranker score against the fused score."
+    )
+    top_k: int = Field(5, ge=1, le=100)
+    per_file: int = Field(1, ge=1, description="At most this many chunks per file in the top_k.")
+    min_score: float = Field(
+        0.15,
+        ge=0.0,
+        le=1.0,
+        description="Evidence whose relevance (0..1, see retrieve.retriever) is below this is "
+        "'not found in the documents'.",
+    )
+    max_query_chars: int = Field(2000, ge=16, description="Longer questions keep their end.")
+
+    # --- answer -------------------------------------------------------------------------
+    answer_sentences: int = Field(3, ge=1, le=10, description="Sentences in an extractive answer.")
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        home_toml = default_home() / "citewise.toml"
+        return (
+            init_settings,
+            env_settings,
+            dotenv_settings,
+            TomlConfigSettingsSource(settings_cls),
+            TomlConfigSettingsSource(settings_cls, toml_file=home_toml),
+        )
+
+    @field_validator("home", mode="after")
+    @classmethod
+    def _expand_home(cls, value: Path) -> Path:
+        return value.expanduser()
+
+    @property
+    def index_path(self) -> Path:
+        """The SQLite file of the embedded store."""
+        if not self.store:
+            return self.home / "index.sqlite3"
+        path = Path(self.store).expanduser()
+        return path / "index.sqlite3" if path.suffix == "" else path

@@ -1,0 +1,96 @@
+"""The one exception tree of citewise.
+
+Every error a user can meet derives from :class:`CitewiseError` and carries a message that names
+the file or field at fault and what to do about it. Stages raise these; only the edges (the CLI,
+later the HTTP API) translate them into exit codes or statuses::
+
+    CitewiseError
+    ├── ConfigError                 a setting is invalid or missing
+    ├── DocumentError               one input file cannot be indexed (the ingest goes on)
+    │   ├── UnsupportedFormatError  binary or unknown content
+    │   ├── EmptyDocumentError      zero bytes, whitespace only, front matter only
+    │   ├── NoTextLayerError        a PDF with no extractable text (OCR needed)
+    │   ├── EncryptedDocumentError  a password is needed to open it
+    │   ├── CorruptDocumentError    truncated or malformed file
+    │   └── EncodingError           the text encoding could not be detected
+    ├── IndexError_                 the index on disk is unusable as configured
+    │   └── EmbeddingMismatchError  the index was built with another embedding model
+    ├── ModelError                  a model cannot be loaded (missing extra, bad path)
+    └── QueryError                  the question is empty or unusable
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class CitewiseError(Exception):
+    """Base of every citewise error; ``str(err)`` is a complete, user-facing message."""
+
+
+class ConfigError(CitewiseError):
+    """A setting is invalid; the message names the setting (``CITEWISE_<NAME>``)."""
+
+
+class DocumentError(CitewiseError):
+    """One file cannot be indexed. Carries the path and a short reason; the ingest goes on."""
+
+    reason = "cannot be indexed"
+
+    def __init__(self, path: str | Path, detail: str | None = None) -> None:
+        self.path = str(path)
+        self.detail = detail or self.reason
+        super().__init__(f"{self.path}: {self.detail}")
+
+
+class UnsupportedFormatError(DocumentError):
+    reason = "unsupported or binary content; convert it to PDF, DOCX, HTML, Markdown or text"
+
+
+class EmptyDocumentError(DocumentError):
+    reason = "empty file: no text to index"
+
+
+class NoTextLayerError(DocumentError):
+    reason = "no extractable text (scanned image?): OCR needed before it can be indexed"
+
+
+class EncryptedDocumentError(DocumentError):
+    reason = "password-protected PDF: remove the password and ingest it again"
+
+
+class CorruptDocumentError(DocumentError):
+    reason = "corrupt or truncated file: re-export or re-download it"
+
+
+class EncodingError(DocumentError):
+    reason = "text encoding could not be detected: save it as UTF-8 and ingest it again"
+
+
+class IndexError_(CitewiseError):  # noqa: N801 - avoid shadowing the builtin IndexError
+    """The index on disk cannot be used as configured."""
+
+
+class EmbeddingMismatchError(IndexError_):
+    """The index was built with another embedding model or dimension.
+
+    Vectors from two models are never mixed: the user must run ``citewise reindex``.
+    """
+
+    def __init__(self, stored: str, stored_dim: int, configured: str, configured_dim: int) -> None:
+        self.stored, self.stored_dim = stored, stored_dim
+        self.configured, self.configured_dim = configured, configured_dim
+        super().__init__(
+            f"the index was built with embedding model {stored!r} ({stored_dim}-d) but "
+            f"CITEWISE_EMBEDDING_MODEL is {configured!r} ({configured_dim}-d); run "
+            "`citewise reindex` to re-embed every chunk with the configured model, or set "
+            f"CITEWISE_EMBEDDING_MODEL={stored} to keep the current index"
+        )
+
+
+class ModelError(CitewiseError):
+    """A model cannot be loaded; the message says which setting or extra to fix."""
+
+
+class QueryError(CitewiseError):
+    """The question is empty, blank or otherwise unusable."""

@@ -1,0 +1,1 @@
+"""Ingestion: parse files into blocks, chunk them, embed and store them incrementally."""

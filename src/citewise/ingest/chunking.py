@@ -1,0 +1,286 @@
+"""Structure-aware chunking: blocks in, chunks of at most ``max_tokens`` model tokens out.
+
+Rules, in order of precedence:
+
+* A chunk never exceeds ``max_tokens`` tokens of the embedding model's tokenizer (counted with
+  the caller's ``count_tokens``); the caller reserves room for the title/section prefix that
+  :func:`embedding_text` adds.
+* A heading starts a new chunk and stays with the content under it.
+* A table chunk always starts with the table's header row, and a row is never split (unless a
+  single row alone exceeds the limit, which is then split like prose).
+* A code block with a symbol (function, class) is its own chunk; a long one is split by lines.
+* A long paragraph is split at sentence ends, then at spaces, then, as a last resort for text
+  with neither (a 60,000-character number), at a character boundary. Split pieces of one block
+  overlap by up to ``overlap`` tokens of whole sentences.
+* Consecutive small blocks of the same section are packed together up to the limit.
+
+``source_text`` is the whole original paragraph(s) a chunk came from, for the source viewer
+(a window of +-``SOURCE_WINDOW`` characters around the chunk for paragraphs longer than that).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import regex
+
+from citewise.types import Block, BlockKind, Chunk, ParsedDocument
+
+TokenCounter = Callable[[str], int]
+
+SOURCE_WINDOW = 3000
+_SENTENCE_END = regex.compile(r"(?<=[.!?;:…])\s+|(?<=[。！？；])|\n+")
+
+
+@dataclass(frozen=True)
+class _Unit:
+    """A piece of one block that fits the limit; ``start``/``end`` index the document text."""
+
+    block: Block
+    text: str
+    start: int
+    end: int
+    tokens: int
+
+
+def sentences(text: str) -> list[str]:
+    """Split prose into sentences (ends kept); joining them with one space restores the words."""
+    return [s for s in (p.strip() for p in _SENTENCE_END.split(text)) if s]
+
+
+def _hard_split(text: str, max_tokens: int, count: TokenCounter) -> Iterator[str]:
+    """Split text with no usable separator into pieces of at most ``max_tokens`` tokens."""
+    pos = 0
+    while pos < len(text):
+        size = max(1, min(len(text) - pos, max_tokens * 4))
+        while size > 1 and count(text[pos : pos + size]) > max_tokens:
+            size = max(1, int(size * 0.7))
+        yield text[pos : pos + size]
+        pos += size
+
+
+def _pieces(text: str, max_tokens: int, count: TokenCounter) -> Iterator[tuple[str, int]]:
+    """Sentence- then word-level pieces of ``text``, each with its token count."""
+    for sentence in sentences(text):
+        n = count(sentence)
+        if n <= max_tokens:
+            yield sentence, n
+            continue
+        words = sentence.split(" ")
+        buf: list[str] = []
+        for word in words:
+            if count(word) > max_tokens:
+                if buf:
+                    piece = " ".join(buf)
+                    yield piece, count(piece)
+                    buf = []
+                for part in _hard_split(word, max_tokens, count):
+                    yield part, count(part)
+                continue
+            candidate = " ".join([*buf, word])
+            if buf and count(candidate) > max_tokens:
+                piece = " ".join(buf)
+                yield piece, count(piece)
+                buf = [word]
+            else:
+                buf.append(word)
+        if buf:
+            piece = " ".join(buf)
+            yield piece, count(piece)
+
+
+def _locate(doc_text: str, piece: str, block: Block, cursor: int) -> tuple[int, int]:
+    """Offsets of ``piece`` in the document, searching forward from ``cursor`` in its block."""
+    head = piece[:40]
+    found = doc_text.find(head, cursor, block.end)
+    start = found if found >= 0 else cursor
+    return start, min(block.end, start + len(piece))
+
+
+def _split_prose(block: Block, doc_text: str, max_tokens: int, overlap: int,
+                 count: TokenCounter) -> Iterator[_Unit]:
+    pieces = list(_pieces(block.text, max_tokens, count))
+    cursor = block.start
+    located = []
+    for piece, n in pieces:
+        start, end = _locate(doc_text, piece, block, cursor)
+        located.append((piece, n, start, end))
+        cursor = max(cursor, end)
+    i = 0
+    while i < len(located):
+        # greedy: as many sentences as fit, starting with the overlap from the previous unit
+        buf = [located[i]]
+        tokens = located[i][1]
+        j = i + 1
+        while j < len(located) and tokens + located[j][1] + 1 <= max_tokens:
+            buf.append(located[j])
+            tokens += located[j][1] + 1
+            j += 1
+        text = " ".join(p[0] for p in buf)
+        yield _Unit(block, text, buf[0][2], buf[-1][3], tokens)
+        if j >= len(located):
+            break
+        # step back over up to `overlap` tokens of whole sentences (always progress by >= 1)
+        back, k = 0, j
+        while k - 1 > i + 0 and back + located[k - 1][1] <= overlap:
+            k -= 1
+            back += located[k][1]
+        i = max(k, i + 1)
+
+
+def _split_table(block: Block, max_tokens: int, count: TokenCounter) -> Iterator[_Unit]:
+    header = block.header or ""
+    header_tokens = count(header) if header else 0
+    rows = block.text.split("\n")
+    if header and rows and rows[0].strip() == header.strip():
+        rows = rows[1:]
+    offset = block.start
+    buf: list[str] = []
+    buf_start, tokens = offset, header_tokens
+    for row in rows:
+        n = count(row) + 1
+        if buf and tokens + n > max_tokens:
+            text = "\n".join([header, *buf]) if header else "\n".join(buf)
+            yield _Unit(block, text, buf_start, offset - 1, tokens)
+            buf, buf_start, tokens = [], offset, header_tokens
+        buf.append(row)
+        tokens += n
+        offset += len(row) + 1
+    if buf:
+        text = "\n".join([header, *buf]) if header else "\n".join(buf)
+        yield _Unit(block, text, buf_start, min(block.end, offset - 1), tokens)
+
+
+def _split_lines(block: Block, max_tokens: int, count: TokenCounter) -> Iterator[_Unit]:
+    """Code: consecutive lines up to the limit (a single over-long line is hard-split)."""
+    offset = block.start
+    buf: list[str] = []
+    buf_start, tokens = offset, 0
+    for line in block.text.split("\n"):
+        n = count(line) + 1
+        if n > max_tokens:
+            for part in _hard_split(line, max_tokens, count):
+                yield _Unit(block, part, offset, offset + len(part), count(part))
+                offset += len(part)
+            offset += 1
+            continue
+        if buf and tokens + n > max_tokens:
+            yield _Unit(block, "\n".join(buf), buf_start, offset - 1, tokens)
+            buf, buf_start, tokens = [], offset, 0
+        buf.append(line)
+        tokens += n
+        offset += len(line) + 1
+    if buf:
+        yield _Unit(block, "\n".join(buf), buf_start, min(block.end, offset - 1), tokens)
+
+
+def _units(parsed: ParsedDocument, max_tokens: int, overlap: int,
+           count: TokenCounter) -> Iterator[_Unit]:
+    for block in parsed.blocks:
+        tokens = count(block.text)
+        if block.kind is BlockKind.TABLE and block.header and tokens > max_tokens:
+            yield from _split_table(block, max_tokens, count)
+        elif tokens <= max_tokens:
+            yield _Unit(block, block.text, block.start, block.end, tokens)
+        elif block.kind is BlockKind.CODE or block.kind is BlockKind.TABLE:
+            yield from _split_lines(block, max_tokens, count)
+        else:
+            yield from _split_prose(block, parsed.text, max_tokens, overlap, count)
+
+
+def _starts_new_chunk(current: list[_Unit], unit: _Unit) -> bool:
+    if not current:
+        return False
+    last = current[-1].block
+    block = unit.block
+    if block.kind is BlockKind.HEADING:
+        return True
+    if block is last:  # a later piece of a split block
+        return True
+    if block.symbol or last.symbol:
+        return True
+    if block.kind is BlockKind.TABLE and block.header:
+        return last.kind is not BlockKind.HEADING
+    return block.section != last.section and last.kind is not BlockKind.HEADING
+
+
+def _source_text(doc_text: str, units: list[_Unit]) -> str:
+    start, end = units[0].block.start, units[-1].block.end
+    if end - start > 2 * SOURCE_WINDOW + (units[-1].end - units[0].start):
+        start = max(start, units[0].start - SOURCE_WINDOW)
+        end = min(end, units[-1].end + SOURCE_WINDOW)
+    return doc_text[start:end]
+
+
+def chunk_document(
+    document_id: str,
+    parsed: ParsedDocument,
+    count_tokens: TokenCounter,
+    max_tokens: int = 480,
+    overlap: int = 48,
+) -> list[Chunk]:
+    """Chunks of ``parsed`` in document order (ordinal 0..n-1).
+
+    ``count_tokens`` returns the model-token count of a string; every returned chunk's
+    ``token_count`` (which includes newline separators as one token each) is <= ``max_tokens``.
+    Raises ValueError if ``max_tokens`` < 8.
+    """
+    if max_tokens < 8:
+        raise ValueError(f"max_tokens must be >= 8, got {max_tokens}")
+    overlap = min(overlap, max_tokens // 4)
+    groups: list[list[_Unit]] = []
+    current: list[_Unit] = []
+    tokens = 0
+    for unit in _units(parsed, max_tokens, overlap, count_tokens):
+        if current and (_starts_new_chunk(current, unit) or tokens + unit.tokens + 1 > max_tokens):
+            groups.append(current)
+            current, tokens = [], 0
+        current.append(unit)
+        tokens += unit.tokens + (1 if len(current) > 1 else 0)
+    if current:
+        groups.append(current)
+
+    chunks = []
+    for ordinal, units in enumerate(groups):
+        text = "\n".join(u.text for u in units)
+        content = next((u for u in units if u.block.kind is not BlockKind.HEADING), units[0])
+        heading = units[0].block if units[0].block.kind is BlockKind.HEADING else None
+        section = content.block.section or (heading.section if heading else ())
+        pages = [u.block.page for u in units if u.block.page is not None]
+        lines = [u.block for u in units if u.block.line_start is not None]
+        symbols = {u.block.symbol for u in units if u.block.symbol}
+        digest = hashlib.sha256(f"{document_id}\x00{ordinal}\x00{text}".encode()).hexdigest()
+        chunks.append(
+            Chunk(
+                id=digest[:24],
+                document_id=document_id,
+                ordinal=ordinal,
+                text=text,
+                source_text=_source_text(parsed.text, units),
+                char_start=units[0].start,
+                char_end=units[-1].end,
+                section=tuple(section),
+                page=pages[0] if pages else None,
+                page_end=pages[-1] if pages else None,
+                line_start=min(b.line_start for b in lines) if lines else None,  # type: ignore[type-var]
+                line_end=max((b.line_end or b.line_start) for b in lines) if lines else None,  # type: ignore[type-var]
+                symbol=symbols.pop() if len(symbols) == 1 else None,
+                token_count=sum(u.tokens for u in units) + len(units) - 1,
+            )
+        )
+    return chunks
+
+
+def embedding_text(title: str, chunk: Chunk, max_prefix_chars: int = 160) -> str:
+    """What is embedded for a chunk: its title and section path (clipped), then its text."""
+    context = " > ".join(p for p in (title, *chunk.section) if p)
+    if len(context) > max_prefix_chars:
+        context = context[: max_prefix_chars - 1] + "…"
+    return f"{context}\n{chunk.text}" if context and not chunk.text.startswith(context) else chunk.text
+
+
+def content_hash(text: str) -> str:
+    """sha256 hex of the text that is embedded; the key of the embedding cache."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()

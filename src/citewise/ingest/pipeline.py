@@ -1,0 +1,274 @@
+"""The ingest pipeline: scan, hash, diff, parse, chunk, embed, upsert, delete, with progress.
+
+For each file under the given paths:
+
+1. read its bytes and hash them (sha256); a file whose hash and ingest settings (model, chunk
+   size) match the stored document is *unchanged* and skipped;
+2. parse it (:mod:`citewise.ingest.parsers`), chunk it (:mod:`citewise.ingest.chunking`);
+3. embed chunks whose content hash has no stored vector yet (batched across files);
+4. write the document with all its chunks and vectors in one transaction (``upsert_document``).
+
+A file that cannot be indexed is reported with its path and reason and the rest go on; if it
+was indexed before, its old chunks are removed so nothing stale is answered from. Files under
+an ingested folder that no longer exist are deleted; ``prune=True`` also deletes documents
+whose files are gone anywhere.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+
+from citewise.config import Settings
+from citewise.errors import DocumentError, EmptyDocumentError
+from citewise.ingest.chunking import chunk_document, content_hash, embedding_text
+from citewise.ingest.parsers.base import parser_for
+from citewise.retrieve.analysis import analyze
+from citewise.retrieve.embedding import Embedder
+from citewise.store.sqlite import SQLiteStore
+from citewise.types import Chunk, Document, ParsedDocument
+
+#: Folders never descended into.
+SKIP_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", "node_modules", ".venv", ".tox"})
+#: Room left in each chunk for the title/section prefix of :func:`embedding_text`.
+PREFIX_TOKENS = 40
+
+
+@dataclass(frozen=True)
+class FileResult:
+    """What happened to one file: ``status`` is added, updated, unchanged, deleted or failed."""
+
+    path: str
+    status: str
+    chunks: int = 0
+    reason: str = ""
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass
+class IngestReport:
+    files: list[FileResult] = field(default_factory=list)
+    seconds: float = 0.0
+    embedded: int = 0  # chunks embedded in this run (the others came from the cache)
+
+    def count(self, status: str) -> int:
+        return sum(1 for f in self.files if f.status == status)
+
+    @property
+    def chunks(self) -> int:
+        return sum(f.chunks for f in self.files if f.status in ("added", "updated"))
+
+
+ProgressFn = Callable[[str, int, int], None]  # (message, done, total)
+
+
+def document_id(source_path: Path) -> str:
+    """Stable id of a file: sha256 of its absolute path (two same-named files differ)."""
+    return hashlib.sha256(str(source_path).encode("utf-8", "surrogatepass")).hexdigest()[:24]
+
+
+def _walk(root: Path) -> Iterator[Path]:
+    if root.is_file():
+        yield root
+        return
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
+        for name in sorted(filenames):
+            if not name.startswith("."):
+                yield Path(dirpath) / name
+
+
+def _display_path(file: Path, root: Path) -> str:
+    """Path shown to users: relative to the ingested folder, prefixed by its name."""
+    if root.is_file():
+        return file.name
+    return (Path(root.name) / file.relative_to(root)).as_posix()
+
+
+@dataclass
+class _Prepared:
+    document: Document
+    chunks: list[Chunk]
+    texts: list[str]  # what is embedded, per chunk
+    status: str
+
+
+class Ingestor:
+    """Runs the pipeline against one store with one embedder."""
+
+    def __init__(self, settings: Settings, store: SQLiteStore, embedder: Embedder) -> None:
+        self.settings = settings
+        self.store = store
+        self.embedder = embedder
+        self.max_tokens = max(16, min(settings.chunk_tokens, embedder.max_tokens) - PREFIX_TOKENS)
+        store.bind_model(embedder.name, embedder.dim)
+        # a change of these re-chunks unchanged files on the next ingest
+        self.fingerprint = f"{embedder.name}:{self.max_tokens}:{settings.chunk_overlap}"
+
+    # --- public ---------------------------------------------------------------------------
+    def ingest(
+        self, paths: Sequence[str | Path], prune: bool = False,
+        progress: ProgressFn | None = None,
+    ) -> IngestReport:
+        """Index files and folders; returns the per-file report. Never raises for a bad file."""
+        started = time.perf_counter()
+        report = IngestReport()
+        roots = [Path(p).expanduser().resolve() for p in paths]
+        files: list[tuple[Path, Path]] = []
+        for root in roots:
+            if not root.exists():
+                report.files.append(FileResult(str(root), "failed", reason="no such file or folder"))
+                continue
+            files.extend((f, root) for f in _walk(root) if f != self.store.path)
+        known = {d.source_path: d for d in self.store.documents()}
+        seen = {str(f) for f, _ in files}
+        for doc in known.values():
+            under_root = any(
+                r.is_dir() and Path(doc.source_path).is_relative_to(r) for r in roots
+            )
+            gone = doc.source_path not in seen and not Path(doc.source_path).exists()
+            if gone and (under_root or prune):
+                self.store.delete_document(doc.id)
+                report.files.append(FileResult(doc.path, "deleted"))
+
+        self._ingest_files(files, known, report, progress)
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def ingest_files(self, files: Sequence[tuple[Path, Path]],
+                     progress: ProgressFn | None = None) -> IngestReport:
+        """Index exact ``(file, root)`` pairs (``root`` decides the displayed path)."""
+        started = time.perf_counter()
+        report = IngestReport()
+        known = {d.source_path: d for d in self.store.documents()}
+        self._ingest_files(list(files), known, report, progress)
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def _ingest_files(self, files: list[tuple[Path, Path]], known: dict[str, Document],
+                      report: IngestReport, progress: ProgressFn | None) -> None:
+        batch: list[_Prepared] = []
+        batch_chunks = 0
+        for i, (file, root) in enumerate(files):
+            if progress:
+                progress(_display_path(file, root), i, len(files))
+            result = self._prepare(file, root, known.get(str(file)))
+            if isinstance(result, FileResult):
+                report.files.append(result)
+                continue
+            batch.append(result)
+            batch_chunks += len(result.chunks)
+            if batch_chunks >= 256:
+                self._write(batch, report)
+                batch, batch_chunks = [], 0
+        if batch:
+            self._write(batch, report)
+        if progress:
+            progress("done", len(files), len(files))
+
+    def index_parsed(
+        self, items: Iterable[tuple[str, str, ParsedDocument]], progress: ProgressFn | None = None,
+        total: int = 0,
+    ) -> IngestReport:
+        """Index already-parsed documents given as ``(id, path, parsed)`` (datasets, tests)."""
+        started = time.perf_counter()
+        report = IngestReport()
+        batch: list[_Prepared] = []
+        n = 0
+        for n, (doc_id, path, parsed) in enumerate(items, start=1):
+            digest = hashlib.sha256(parsed.text.encode("utf-8", "surrogatepass")).hexdigest()
+            doc = Document(id=doc_id, path=path, source_path=f"dataset:{path}",
+                           title=parsed.title, format=parsed.format, content_hash=digest)
+            batch.append(self._chunked(doc, parsed, "added"))
+            if sum(len(p.chunks) for p in batch) >= 256:
+                self._write(batch, report)
+                batch = []
+                if progress:
+                    progress(path, n, total)
+        if batch:
+            self._write(batch, report)
+        if progress:
+            progress("done", n, total or n)
+        report.seconds = time.perf_counter() - started
+        return report
+
+    # --- steps ----------------------------------------------------------------------------
+    def _prepare(self, file: Path, root: Path, old: Document | None) -> _Prepared | FileResult:
+        display = _display_path(file, root)
+        try:
+            data = file.read_bytes()
+        except OSError as err:
+            return FileResult(display, "failed", reason=f"cannot read: {err.strerror or err}")
+        digest = hashlib.sha256(data).hexdigest()
+        doc = Document(
+            id=document_id(file), path=display, source_path=str(file), title=file.stem,
+            format=file.suffix.lstrip(".").lower() or "text", content_hash=digest,
+            metadata={"_root": str(root)},
+        )
+        if old is not None and old.content_hash == digest and \
+                old.metadata.get("_fingerprint") == self.fingerprint:
+            if old.status == "failed":
+                return FileResult(display, "failed", reason=old.error)
+            return FileResult(display, "unchanged", chunks=old.chunk_count)
+        try:
+            if not data.strip():
+                raise EmptyDocumentError(display)
+            parsed = parser_for(file, data).parse(file, data)
+            if not parsed.blocks:
+                raise EmptyDocumentError(display)
+        except Exception as err:  # noqa: BLE001 - one bad file never stops the batch
+            reason = err.detail if isinstance(err, DocumentError) else (
+                f"cannot parse ({type(err).__name__}: {err}); please report this file"
+            )
+            # replaces any older version atomically, so nothing stale is answered from
+            self.store.record_failure(replace(
+                doc, error=reason, metadata={**doc.metadata, "_fingerprint": self.fingerprint}
+            ))
+            return FileResult(display, "failed", reason=reason)
+        doc = replace(doc, title=parsed.title or file.stem, format=parsed.format,
+                      pages=parsed.pages)
+        return self._chunked(
+            doc, parsed, "updated" if old is not None and old.status == "indexed" else "added"
+        )
+
+    def _chunked(self, doc: Document, parsed: ParsedDocument, status: str) -> _Prepared:
+        chunks = chunk_document(
+            doc.id, parsed, self.embedder.count_tokens, self.max_tokens,
+            self.settings.chunk_overlap,
+        )
+        texts = [embedding_text(doc.title, c) for c in chunks]
+        chunks = [replace(c, content_hash=content_hash(t)) for c, t in zip(chunks, texts, strict=True)]
+        metadata = {**parsed.metadata, **{k: v for k, v in doc.metadata.items() if k.startswith("_")},
+                    "_fingerprint": self.fingerprint}
+        doc = replace(doc, metadata=metadata, warnings=parsed.warnings, pages=parsed.pages,
+                      chunk_count=len(chunks), title=doc.title or parsed.title)
+        return _Prepared(doc, chunks, texts, status)
+
+    def _write(self, batch: list[_Prepared], report: IngestReport) -> None:
+        hashes = [c.content_hash for p in batch for c in p.chunks]
+        cached = self.store.cached_vectors(hashes)
+        missing: dict[str, str] = {}
+        for p in batch:
+            for c, t in zip(p.chunks, p.texts, strict=True):
+                if c.content_hash not in cached:
+                    missing.setdefault(c.content_hash, t)
+        if missing:
+            vectors = self.embedder.embed_documents(list(missing.values()))
+            cached.update(zip(missing, vectors, strict=True))
+            report.embedded += len(missing)
+        for p in batch:
+            if p.chunks:
+                vectors = np.stack([cached[c.content_hash] for c in p.chunks])
+            else:
+                vectors = np.zeros((0, self.embedder.dim), dtype=np.float32)
+            terms = [analyze(t) for t in p.texts]
+            self.store.upsert_document(p.document, p.chunks, vectors, terms)
+            report.files.append(
+                FileResult(p.document.path, p.status, len(p.chunks), warnings=p.document.warnings)
+            )

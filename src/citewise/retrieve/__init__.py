@@ -1,0 +1,1 @@
+"""Retrieval: embeddings, BM25 analysis, fusion, reranking and the hybrid pipeline."""

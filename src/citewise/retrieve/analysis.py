@@ -1,0 +1,108 @@
+"""Text analysis for BM25: the same function analyses chunks at index time and queries.
+
+Steps, in order:
+
+1. Unicode NFKC normalisation and full case folding (``str.casefold``), ``ё`` folded to ``е``.
+2. Tokenisation into runs of letters, digits, combining marks and ``_`` in any script
+   (``regex`` classes ``\\p{L}\\p{N}\\p{M}``), so Cyrillic, Kazakh, Arabic or Devanagari words stay
+   whole. Han characters are segmented into words with ``jieba``.
+3. Identifiers: ``camelCase``, ``snake_case`` and ``dotted.paths`` yield their parts *and* the
+   whole identifier, so ``invalidateMetadataRuntime`` and "invalidate metadata runtime" meet.
+4. Stop words: Lucene's 33 English stop words are dropped (as Anserini's BEIR baselines do).
+5. Stemming: Snowball English for Latin-script words, Snowball Russian for Cyrillic words
+   (``PyStemmer``); other scripts are kept as they are.
+
+The output tokens contain only letters, digits, marks and ``_``, which is exactly the token
+alphabet of the FTS5 ``unicode61`` tokenizer configured in :mod:`citewise.store.sqlite`, so the
+analysed text round-trips through FTS5 unchanged.
+"""
+
+from __future__ import annotations
+
+import logging
+import unicodedata
+from functools import lru_cache
+
+import regex
+
+_WORD = regex.compile(r"[\p{L}\p{N}\p{M}_]+(?:[.'’][\p{L}\p{N}\p{M}_]+)*")
+_HAN = regex.compile(r"\p{Han}")
+_CAMEL = regex.compile(r"\p{Lu}?\p{Ll}+|\p{Lu}+(?=\p{Lu}\p{Ll}|\b|\d|_)|\p{Lu}+|\p{N}+")
+_CYRILLIC = regex.compile(r"\p{Cyrillic}")
+_LATIN = regex.compile(r"^[\p{Latin}\p{N}_]+$")
+
+ENGLISH_STOP_WORDS = frozenset(
+    "a an and are as at be but by for if in into is it no not of on or such that the their "
+    "then there these they this to was will with".split()
+)
+
+
+@lru_cache(maxsize=1)
+def _stemmers() -> tuple[object, object]:
+    import Stemmer
+
+    return Stemmer.Stemmer("english"), Stemmer.Stemmer("russian")
+
+
+@lru_cache(maxsize=1)
+def _jieba():  # type: ignore[no-untyped-def]
+    import jieba
+
+    jieba.setLogLevel(logging.WARNING)
+    jieba.initialize()
+    return jieba
+
+
+def normalize(text: str) -> str:
+    """NFKC + case folding + ``ё``->``е``; the form every token is compared in."""
+    return unicodedata.normalize("NFKC", text).casefold().replace("ё", "е")
+
+
+def _identifier_parts(raw: str) -> list[str]:
+    """Parts of ``fooBar_baz.qux`` -> [foo, bar, baz, qux]; [] for a plain word."""
+    pieces = regex.split(r"[._'’]+", raw)
+    parts: list[str] = []
+    for piece in pieces:
+        parts.extend(_CAMEL.findall(piece) or ([piece] if piece else []))
+    return parts if len(parts) > 1 else []
+
+
+def _han_words(run: str) -> list[str]:
+    return [w for w in _jieba().lcut(run) if w.strip()]
+
+
+@lru_cache(maxsize=200_000)
+def _stem(token: str) -> str:
+    english, russian = _stemmers()
+    if _CYRILLIC.search(token):
+        return russian.stemWord(token)  # type: ignore[attr-defined]
+    if _LATIN.match(token) and not token.isdigit():
+        return english.stemWord(token)  # type: ignore[attr-defined]
+    return token
+
+
+def tokenize(text: str) -> list[str]:
+    """Analysed tokens of ``text`` in order (duplicates kept, stop words dropped).
+
+    Returns an empty list for empty or punctuation-only text; never raises on any ``str``.
+    """
+    tokens: list[str] = []
+    for match in _WORD.finditer(text):
+        raw = match.group()
+        words: list[str]
+        if _HAN.search(raw):
+            words = _han_words(normalize(raw))
+        else:
+            parts = _identifier_parts(raw)
+            whole = normalize(raw)
+            words = [normalize(p) for p in parts] + [regex.sub(r"[.'’]", "_", whole)] if parts else [whole]
+        for word in words:
+            if word in ENGLISH_STOP_WORDS or not _WORD.fullmatch(word):
+                continue
+            tokens.append(_stem(word))
+    return tokens
+
+
+def analyze(text: str) -> str:
+    """Tokens joined by single spaces: the form stored in the FTS5 index."""
+    return " ".join(tokenize(text))

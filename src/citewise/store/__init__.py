@@ -1,0 +1,1 @@
+"""Index storage: the :class:`~citewise.store.base.Store` Protocol and its backends."""

@@ -1,0 +1,84 @@
+"""The Store contract every index backend implements (checked by ``tests/suites/store.py``).
+
+Writes are per document and atomic: after :meth:`Store.upsert_document` or
+:meth:`Store.delete_document` returns, or after a crash at any moment during either, a reader
+sees the document's old version in full, its new version in full, or (delete) nothing; never a
+mix, never chunks without vectors or BM25 postings.
+
+Search methods return hits sorted by descending score, at most ``k`` of them, each carrying
+``chunk_id`` and the leg's raw score (``dense``: cosine in [-1, 1]; ``sparse``: BM25 >= 0).
+``filters`` narrows the search: ``{"document_ids": [...]}`` and/or ``{"path_prefix": "docs/"}``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from citewise.types import Chunk, Document, Hit
+
+Filters = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class IndexInfo:
+    """What ``citewise status`` shows. ``index_bytes`` is the size on disk in bytes."""
+
+    documents: int
+    chunks: int
+    embedding_model: str | None
+    dimension: int | None
+    index_bytes: int
+    location: str
+
+
+@runtime_checkable
+class Store(Protocol):
+    def bind_model(self, name: str, dim: int) -> None:
+        """Record the embedding model of an empty index, or check it against the stored one.
+
+        Raises EmbeddingMismatchError when the index holds vectors of another model or
+        dimension (the user must run ``citewise reindex``).
+        """
+
+    def upsert_document(
+        self, document: Document, chunks: Sequence[Chunk], vectors: np.ndarray
+    ) -> None:
+        """Replace the document and all its chunks atomically.
+
+        ``vectors``: float32, shape (len(chunks), dim), L2-normalised, row i for chunks[i].
+        Raises ValueError when the shapes disagree.
+        """
+
+    def delete_document(self, document_id: str) -> bool:
+        """Delete a document with its chunks, vectors and postings; False if it was absent."""
+
+    def document(self, document_id: str) -> Document | None: ...
+
+    def documents(self) -> list[Document]:
+        """All documents, sorted by path."""
+
+    def cached_vectors(self, content_hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        """Stored vectors by chunk content hash, so unchanged text is never re-embedded."""
+
+    def dense_search(self, vector: np.ndarray, k: int, filters: Filters | None = None) -> list[Hit]:
+        """Exact cosine top-k for a float32 (dim,) L2-normalised query vector."""
+
+    def sparse_search(self, terms: Sequence[str], k: int, filters: Filters | None = None) -> list[Hit]:
+        """BM25 top-k for analysed query terms (see :mod:`citewise.retrieve.analysis`).
+
+        An empty ``terms`` or an empty index returns [] (never raises).
+        """
+
+    def term_document_frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """``(N, {term: df})``: chunks in the index and how many contain each term."""
+
+    def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, tuple[Chunk, Document]]:
+        """Chunks with their documents, by id; unknown ids are left out."""
+
+    def info(self) -> IndexInfo: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,575 @@
+"""The embedded default store: one SQLite database file in WAL mode.
+
+Design
+------
+* ``documents``: one row per indexed file (content hash, path, title, warnings, metadata).
+* ``chunks``: one row per chunk, holding its text, ``source_text``, location, the analysed BM25
+  text (``terms``, space-separated tokens from :mod:`citewise.retrieve.analysis`) and the
+  embedding (``vector``, float32 little-endian bytes). Keeping the vector on the chunk row makes
+  "a chunk without a vector" unrepresentable.
+* ``chunks_fts``: an FTS5 index over ``chunks.terms`` (external content, kept in step by
+  triggers), used to find BM25 candidates; ``chunks_vocab`` (fts5vocab) gives document
+  frequencies. Candidates are re-scored with Lucene's BM25 (smoothed IDF, see
+  :func:`bm25_scores`) because FTS5's built-in ``bm25()`` floors the IDF of any term present in
+  half of the chunks or more to ~0, which breaks small collections (case C39).
+* ``meta``: the schema version, the embedding model name and dimension, and ``generation``, a
+  counter bumped by every write so readers know when to reload their in-memory matrix.
+
+Every document write is one ``BEGIN IMMEDIATE`` transaction, so a crash leaves the old or the
+new version, never a mix. WAL lets readers search while one writer ingests; writers wait up to
+``busy_timeout`` for each other. Dense search is exact: the float32 matrix of all vectors is
+loaded once per generation and searched with one matrix-vector product.
+
+Migrations are named, ordered functions (``m001_initial``...) applied once each.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from citewise.errors import EmbeddingMismatchError
+from citewise.store.base import Filters, IndexInfo
+from citewise.types import Chunk, Document, Hit
+
+#: Lucene/Anserini BM25 parameters used for BEIR baselines.
+BM25_K1 = 0.9
+BM25_B = 0.4
+
+
+M001 = [
+    """
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)
+    """,
+    """
+    CREATE TABLE documents (
+    id TEXT PRIMARY KEY,
+    path TEXT NOT NULL,
+    source_path TEXT NOT NULL UNIQUE,
+    title TEXT NOT NULL,
+    format TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    chunk_count INTEGER NOT NULL,
+    pages INTEGER,
+    metadata TEXT NOT NULL DEFAULT '{}',
+    warnings TEXT NOT NULL DEFAULT '[]',
+    indexed_at REAL NOT NULL,
+    status TEXT NOT NULL DEFAULT 'indexed',
+    error TEXT NOT NULL DEFAULT ''
+    )
+    """,
+    """
+    CREATE TABLE chunks (
+    rowid INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    document_id TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    ordinal INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    source_text TEXT NOT NULL,
+    char_start INTEGER NOT NULL,
+    char_end INTEGER NOT NULL,
+    section TEXT NOT NULL DEFAULT '[]',
+    page INTEGER, page_end INTEGER, line_start INTEGER, line_end INTEGER,
+    symbol TEXT,
+    content_hash TEXT NOT NULL,
+    token_count INTEGER NOT NULL,
+    terms TEXT NOT NULL,
+    n_terms INTEGER NOT NULL,
+    vector BLOB NOT NULL
+    )
+    """,
+    """
+    CREATE INDEX chunks_document ON chunks(document_id, ordinal)
+    """,
+    """
+    CREATE INDEX chunks_content_hash ON chunks(content_hash)
+    """,
+    """
+    CREATE VIRTUAL TABLE chunks_fts USING fts5(
+    terms, content='chunks', content_rowid='rowid',
+    tokenize = "unicode61 remove_diacritics 0 categories 'L* N* M* Co' tokenchars '_'"
+    )
+    """,
+    """
+    CREATE VIRTUAL TABLE chunks_vocab USING fts5vocab(chunks_fts, 'row')
+    """,
+    """
+    CREATE TRIGGER chunks_ai AFTER INSERT ON chunks BEGIN
+    INSERT INTO chunks_fts(rowid, terms) VALUES (new.rowid, new.terms);
+    END
+    """,
+    """
+    CREATE TRIGGER chunks_ad AFTER DELETE ON chunks BEGIN
+    INSERT INTO chunks_fts(chunks_fts, rowid, terms) VALUES ('delete', old.rowid, old.terms);
+    END
+    """,
+    """
+    INSERT INTO meta VALUES ('generation', '0')
+    """,
+]
+
+
+def m001_initial(db: sqlite3.Connection) -> None:
+    """Documents, chunks (text, location, BM25 terms, vector), FTS5 index and meta."""
+    for statement in M001:
+        db.execute(statement)
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [m001_initial]
+
+
+def bm25_scores(
+    tf: np.ndarray, dl: np.ndarray, df: int, n_docs: int, avgdl: float,
+    k1: float = BM25_K1, b: float = BM25_B,
+) -> np.ndarray:
+    """One term's BM25 contribution per candidate, float64 shape like ``tf``; higher is better.
+
+    ``idf = ln(1 + (N - df + 0.5) / (df + 0.5))`` (Lucene's smoothed IDF, always > 0) and
+    ``tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))`` (Robertson et al., "Okapi at
+    TREC-3", 1994). ``tf``/``dl`` in tokens; ``avgdl`` the mean chunk length in tokens.
+    """
+    idf = math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+    norm = k1 * (1.0 - b + b * dl / max(avgdl, 1e-9))
+    return idf * tf * (k1 + 1.0) / (tf + norm)
+
+
+@dataclass
+class _Matrix:
+    generation: int
+    rowids: np.ndarray  # int64 (n,)
+    vectors: np.ndarray  # float32 (n, dim)
+
+
+_CHUNK_COLS = (
+    "c.rowid, c.id, c.document_id, c.ordinal, c.text, c.source_text, c.char_start, c.char_end, "
+    "c.section, c.page, c.page_end, c.line_start, c.line_end, c.symbol, c.content_hash, "
+    "c.token_count"
+)
+_DOC_COLS = (
+    "d.id, d.path, d.source_path, d.title, d.format, d.content_hash, d.chunk_count, d.pages, "
+    "d.metadata, d.warnings, d.indexed_at, d.status, d.error"
+)
+
+
+def _chunk(row: Sequence) -> Chunk:
+    return Chunk(
+        id=row[1], document_id=row[2], ordinal=row[3], text=row[4], source_text=row[5],
+        char_start=row[6], char_end=row[7], section=tuple(json.loads(row[8])), page=row[9],
+        page_end=row[10], line_start=row[11], line_end=row[12], symbol=row[13],
+        content_hash=row[14], token_count=row[15],
+    )
+
+
+def _document(row: Sequence) -> Document:
+    return Document(
+        id=row[0], path=row[1], source_path=row[2], title=row[3], format=row[4],
+        content_hash=row[5], chunk_count=row[6], pages=row[7], metadata=json.loads(row[8]),
+        warnings=tuple(json.loads(row[9])), indexed_at=row[10], status=row[11], error=row[12],
+    )
+
+
+class SQLiteStore:
+    """The :class:`~citewise.store.base.Store` over one SQLite file (created if missing).
+
+    Safe to share between threads (one connection per thread) and between processes.
+    """
+
+    def __init__(self, path: str | Path, busy_timeout_s: float = 60.0) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._busy_timeout_s = busy_timeout_s
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._matrix: _Matrix | None = None
+        self._stats: tuple[int, int, float] | None = None  # generation, N, avgdl
+        self._migrate()
+
+    # --- connection and schema ------------------------------------------------------------
+    @property
+    def db(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(
+                self.path, timeout=self._busy_timeout_s, isolation_level=None,
+                check_same_thread=False,
+            )
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            self._local.conn = conn
+        return conn
+
+    def _migrate(self) -> None:
+        db = self.db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            for number, migration in enumerate(MIGRATIONS[version:], start=version + 1):
+                migration(db)
+                db.execute(f"PRAGMA user_version = {number}")
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def _meta(self, key: str) -> str | None:
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def generation(self) -> int:
+        return int(self._meta("generation") or 0)
+
+    def close(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+    # --- model binding --------------------------------------------------------------------
+    def bind_model(self, name: str, dim: int) -> None:
+        db = self.db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            stored, stored_dim = self._meta("embedding_model"), self._meta("dimension")
+            has_chunks = db.execute("SELECT 1 FROM chunks LIMIT 1").fetchone() is not None
+            if stored is not None and has_chunks and (stored != name or int(stored_dim) != dim):
+                raise EmbeddingMismatchError(stored, int(stored_dim), name, dim)
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('embedding_model', ?)", (name,))
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('dimension', ?)", (str(dim),))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def stored_model(self) -> tuple[str | None, int | None]:
+        dim = self._meta("dimension")
+        return self._meta("embedding_model"), int(dim) if dim else None
+
+    # --- writes ---------------------------------------------------------------------------
+    def upsert_document(
+        self, document: Document, chunks: Sequence[Chunk], vectors: np.ndarray,
+        terms: Sequence[str] | None = None,
+    ) -> None:
+        """See :meth:`Store.upsert_document`. ``terms``: analysed BM25 text per chunk
+        (computed from ``chunk.text`` when omitted)."""
+        vectors = np.ascontiguousarray(vectors, dtype="<f4")
+        if vectors.ndim != 2 or vectors.shape[0] != len(chunks):
+            raise ValueError(f"vectors shape {vectors.shape} does not match {len(chunks)} chunks")
+        _, dim = self.stored_model()
+        if dim is not None and len(chunks) and vectors.shape[1] != dim:
+            raise ValueError(f"vectors are {vectors.shape[1]}-d but the index holds {dim}-d")
+        if terms is None:
+            from citewise.retrieve.analysis import analyze
+
+            terms = [analyze(c.text) for c in chunks]
+        db = self.db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.execute("DELETE FROM chunks WHERE document_id = ?", (document.id,))
+            db.execute(
+                "DELETE FROM chunks WHERE document_id IN "
+                "(SELECT id FROM documents WHERE source_path = ? AND id != ?)",
+                (document.source_path, document.id),
+            )
+            db.execute(
+                "DELETE FROM documents WHERE id = ? OR source_path = ?",
+                (document.id, document.source_path),
+            )
+            db.execute(
+                "INSERT INTO documents VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    document.id, document.path, document.source_path, document.title,
+                    document.format, document.content_hash, len(chunks), document.pages,
+                    json.dumps(document.metadata, default=str, ensure_ascii=False),
+                    json.dumps(list(document.warnings), ensure_ascii=False),
+                    document.indexed_at or time.time(), document.status, document.error,
+                ),
+            )
+            db.executemany(
+                "INSERT INTO chunks (id, document_id, ordinal, text, source_text, char_start, "
+                "char_end, section, page, page_end, line_start, line_end, symbol, content_hash, "
+                "token_count, terms, n_terms, vector) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                [
+                    (
+                        c.id, document.id, c.ordinal, c.text, c.source_text, c.char_start,
+                        c.char_end, json.dumps(list(c.section), ensure_ascii=False), c.page,
+                        c.page_end, c.line_start, c.line_end, c.symbol, c.content_hash,
+                        c.token_count, t, len(t.split()), vectors[i].tobytes(),
+                    )
+                    for i, (c, t) in enumerate(zip(chunks, terms, strict=True))
+                ],
+            )
+            self._bump(db)
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def delete_document(self, document_id: str) -> bool:
+        db = self.db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.execute("DELETE FROM chunks WHERE document_id = ?", (document_id,))
+            deleted = db.execute("DELETE FROM documents WHERE id = ?", (document_id,)).rowcount
+            if deleted:
+                self._bump(db)
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        return bool(deleted)
+
+    def clear(self) -> None:
+        """Delete every document and forget the embedding model (for ``citewise reindex``)."""
+        db = self.db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.execute("DELETE FROM chunks")
+            db.execute("DELETE FROM documents")
+            db.execute("DELETE FROM meta WHERE key IN ('embedding_model', 'dimension')")
+            self._bump(db)
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    @staticmethod
+    def _bump(db: sqlite3.Connection) -> None:
+        db.execute(
+            "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'"
+        )
+
+    # --- reads ----------------------------------------------------------------------------
+    def document(self, document_id: str) -> Document | None:
+        row = self.db.execute(
+            f"SELECT {_DOC_COLS} FROM documents d WHERE d.id = ?", (document_id,)
+        ).fetchone()
+        return _document(row) if row else None
+
+    def documents(self) -> list[Document]:
+        rows = self.db.execute(f"SELECT {_DOC_COLS} FROM documents d ORDER BY d.path")
+        return [_document(r) for r in rows]
+
+    def cached_vectors(self, content_hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        unique = list(dict.fromkeys(content_hashes))
+        for i in range(0, len(unique), 500):
+            part = unique[i : i + 500]
+            marks = ",".join("?" * len(part))
+            for h, blob in self.db.execute(
+                f"SELECT content_hash, vector FROM chunks WHERE content_hash IN ({marks})", part
+            ):
+                out[h] = np.frombuffer(blob, dtype="<f4")
+        return out
+
+    def vectors_of(self, chunk_ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """Stored vectors by chunk id: float32 (dim,) each."""
+        out: dict[str, np.ndarray] = {}
+        ids = list(dict.fromkeys(chunk_ids))
+        for i in range(0, len(ids), 500):
+            part = ids[i : i + 500]
+            marks = ",".join("?" * len(part))
+            for cid, blob in self.db.execute(
+                f"SELECT id, vector FROM chunks WHERE id IN ({marks})", part
+            ):
+                out[cid] = np.frombuffer(blob, dtype="<f4")
+        return out
+
+    def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, tuple[Chunk, Document]]:
+        out: dict[str, tuple[Chunk, Document]] = {}
+        ids = list(dict.fromkeys(chunk_ids))
+        for i in range(0, len(ids), 500):
+            part = ids[i : i + 500]
+            marks = ",".join("?" * len(part))
+            rows = self.db.execute(
+                f"SELECT {_CHUNK_COLS}, {_DOC_COLS} FROM chunks c "
+                f"JOIN documents d ON d.id = c.document_id WHERE c.id IN ({marks})",
+                part,
+            )
+            for row in rows:
+                out[row[1]] = (_chunk(row[:16]), _document(row[16:]))
+        return out
+
+    def record_failure(self, document: Document) -> None:
+        """Keep a file that could not be read as a ``failed`` document with no chunks."""
+        failed = replace(document, status="failed", chunk_count=0)
+        self.upsert_document(failed, [], np.zeros((0, 1), dtype=np.float32), [])
+
+    def chunks_of(self, document_id: str) -> list[Chunk]:
+        rows = self.db.execute(
+            f"SELECT {_CHUNK_COLS} FROM chunks c WHERE c.document_id = ? ORDER BY c.ordinal",
+            (document_id,),
+        )
+        return [_chunk(r) for r in rows]
+
+    def info(self) -> IndexInfo:
+        docs = self.db.execute(
+            "SELECT count(*) FROM documents WHERE status = 'indexed'"
+        ).fetchone()[0]
+        chunks = self.db.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        model, dim = self.stored_model()
+        size = sum(
+            p.stat().st_size
+            for p in (self.path, Path(f"{self.path}-wal"))
+            if p.exists()
+        )
+        return IndexInfo(docs, chunks, model, dim, size, str(self.path))
+
+    # --- filters --------------------------------------------------------------------------
+    def _filter_rowids(self, filters: Filters | None) -> np.ndarray | None:
+        if not filters:
+            return None
+        clauses, params = [], []
+        if ids := filters.get("document_ids"):
+            clauses.append(f"c.document_id IN ({','.join('?' * len(ids))})")
+            params.extend(ids)
+        if prefix := filters.get("path_prefix"):
+            clauses.append("substr(d.path, 1, ?) = ?")
+            params.extend([len(prefix), prefix])
+        unknown = set(filters) - {"document_ids", "path_prefix"}
+        if unknown:
+            raise ValueError(
+                f"unknown filter(s) {sorted(unknown)}; valid: document_ids, path_prefix"
+            )
+        if not clauses:
+            return None
+        rows = self.db.execute(
+            "SELECT c.rowid FROM chunks c JOIN documents d ON d.id = c.document_id WHERE "
+            + " AND ".join(clauses),
+            params,
+        )
+        return np.fromiter((r[0] for r in rows), dtype=np.int64)
+
+    # --- dense ----------------------------------------------------------------------------
+    def _load_matrix(self) -> _Matrix:
+        generation = self.generation()
+        matrix = self._matrix
+        if matrix is not None and matrix.generation == generation:
+            return matrix
+        with self._lock:
+            if self._matrix is not None and self._matrix.generation == generation:
+                return self._matrix
+            db = self.db
+            db.execute("BEGIN")  # one snapshot for the generation and the rows
+            try:
+                generation = self.generation()
+                rows = db.execute("SELECT rowid, vector FROM chunks ORDER BY rowid").fetchall()
+            finally:
+                db.execute("COMMIT")
+            _, dim = self.stored_model()
+            rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+            if rows:
+                vectors = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4")
+                vectors = vectors.reshape(len(rows), -1)
+            else:
+                vectors = np.zeros((0, dim or 1), dtype=np.float32)
+            self._matrix = _Matrix(generation, rowids, vectors)
+            return self._matrix
+
+    def _hits_for_rowids(self, rowids: Sequence[int], scores: Sequence[float], leg: str) -> list[Hit]:
+        if not len(rowids):
+            return []
+        marks = ",".join("?" * len(rowids))
+        ids = dict(
+            self.db.execute(
+                f"SELECT rowid, id FROM chunks WHERE rowid IN ({marks})", [int(r) for r in rowids]
+            )
+        )
+        return [
+            Hit(chunk_id=ids[int(r)], score=float(s), source=leg,  # type: ignore[arg-type]
+                **{leg: float(s)})
+            for r, s in zip(rowids, scores, strict=True)
+            if int(r) in ids
+        ]
+
+    def dense_search(self, vector: np.ndarray, k: int, filters: Filters | None = None) -> list[Hit]:
+        matrix = self._load_matrix()
+        if matrix.vectors.shape[0] == 0 or k <= 0:
+            return []
+        query = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if query.shape[0] != matrix.vectors.shape[1]:
+            raise ValueError(
+                f"query vector is {query.shape[0]}-d but the index holds "
+                f"{matrix.vectors.shape[1]}-d vectors"
+            )
+        scores = matrix.vectors @ query
+        allowed = self._filter_rowids(filters)
+        if allowed is not None:
+            scores = np.where(np.isin(matrix.rowids, allowed), scores, -np.inf)
+        k = min(k, scores.shape[0])
+        top = np.argpartition(-scores, k - 1)[:k]
+        top = top[np.argsort(-scores[top], kind="stable")]
+        top = top[np.isfinite(scores[top])]
+        return self._hits_for_rowids(matrix.rowids[top], scores[top], "dense")
+
+    # --- sparse ---------------------------------------------------------------------------
+    def _collection_stats(self) -> tuple[int, float]:
+        generation = self.generation()
+        if self._stats is None or self._stats[0] != generation:
+            n, total = self.db.execute("SELECT count(*), total(n_terms) FROM chunks").fetchone()
+            self._stats = (generation, int(n), (total / n) if n else 0.0)
+        return self._stats[1], self._stats[2]
+
+    def term_document_frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+        n_docs, _ = self._collection_stats()
+        df: dict[str, int] = dict.fromkeys(terms, 0)
+        for term in df:
+            row = self.db.execute("SELECT doc FROM chunks_vocab WHERE term = ?", (term,)).fetchone()
+            df[term] = int(row[0]) if row else 0
+        return n_docs, df
+
+    def sparse_search(
+        self, terms: Sequence[str], k: int, filters: Filters | None = None,
+        candidates: int | None = None,
+    ) -> list[Hit]:
+        """See :meth:`Store.sparse_search`. FTS5 ranks at most ``candidates`` (default
+        ``max(20 * k, 1000)``) matching chunks, which are then scored exactly by
+        :func:`bm25_scores`."""
+        query_tf = Counter(t for t in terms if t)
+        if not query_tf or k <= 0:
+            return []
+        n_docs, avgdl = self._collection_stats()
+        if n_docs == 0:
+            return []
+        _, df = self.term_document_frequencies(list(query_tf))
+        present = [t for t in query_tf if df[t] > 0]
+        if not present:
+            return []
+        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in present)
+        limit = candidates or max(20 * k, 1000)
+        allowed = self._filter_rowids(filters)
+        sql = "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?"
+        params: list[object] = [match]
+        if allowed is not None:
+            if allowed.size == 0:
+                return []
+            sql += f" AND rowid IN ({','.join('?' * allowed.size)})"
+            params.extend(int(r) for r in allowed)
+        sql += " ORDER BY rank LIMIT ?"
+        params.append(limit)
+        rowids = [r[0] for r in self.db.execute(sql, params)]
+        if not rowids:
+            return []
+        marks = ",".join("?" * len(rowids))
+        rows = self.db.execute(
+            f"SELECT rowid, terms, n_terms FROM chunks WHERE rowid IN ({marks})", rowids
+        ).fetchall()
+        ids = np.array([r[0] for r in rows], dtype=np.int64)
+        dl = np.array([r[2] for r in rows], dtype=np.float64)
+        counts = [Counter(r[1].split()) for r in rows]
+        scores = np.zeros(len(rows), dtype=np.float64)
+        for term in present:
+            tf = np.array([c.get(term, 0) for c in counts], dtype=np.float64)
+            scores += query_tf[term] * bm25_scores(tf, dl, df[term], n_docs, avgdl)
+        order = np.argsort(-scores, kind="stable")[:k]
+        order = order[scores[order] > 0]
+        return self._hits_for_rowids(ids[order], scores[order], "sparse")

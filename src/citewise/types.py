@@ -1,0 +1,223 @@
+"""Frozen dataclasses shared by the pipeline stages.
+
+Stages return new values (``dataclasses.replace``) instead of mutating these. Character offsets
+are Python string indices (code points) into a document's extracted text, ``end`` exclusive.
+Pages and lines are 1-based, as a viewer or editor shows them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Literal
+
+
+class BlockKind(str, Enum):
+    HEADING = "heading"
+    PARAGRAPH = "paragraph"
+    LIST = "list"
+    TABLE = "table"
+    CODE = "code"
+
+
+@dataclass(frozen=True)
+class Block:
+    """One structural unit of a parsed document.
+
+    ``text`` is what is indexed; ``start``/``end`` locate it in :attr:`ParsedDocument.text`.
+    For tables, ``header`` is the header row (repeated at the top of every chunk of rows) and
+    ``text`` holds one row per line. ``symbol`` names the class or function of a code block.
+    """
+
+    kind: BlockKind
+    text: str
+    start: int
+    end: int
+    section: tuple[str, ...] = ()
+    page: int | None = None
+    line_start: int | None = None
+    line_end: int | None = None
+    header: str | None = None
+    symbol: str | None = None
+    level: int = 0
+
+
+@dataclass(frozen=True)
+class ParsedDocument:
+    """What a parser returns: the extracted text, its blocks, and metadata.
+
+    ``warnings`` are per-page or per-part problems that did not stop the parse (for example
+    "page 2: no extractable text, OCR needed").
+    """
+
+    text: str
+    blocks: tuple[Block, ...]
+    format: str
+    title: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+    pages: int | None = None
+
+
+@dataclass(frozen=True)
+class Document:
+    """An indexed file. ``id`` is stable for a file's absolute path; ``path`` is what users see
+    (relative to the folder it was ingested from, prefixed by that folder's name)."""
+
+    id: str
+    path: str
+    source_path: str
+    title: str
+    format: str
+    content_hash: str
+    chunk_count: int = 0
+    pages: int | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+    indexed_at: float = 0.0
+    #: "indexed", or "failed" for a file that could not be read (``error`` says why); a failed
+    #: document has no chunks and is kept only so users and answers can be told about it.
+    status: str = "indexed"
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A retrievable passage.
+
+    ``text`` is what is embedded and searched (a table chunk starts with its header row);
+    ``source_text`` is the whole original paragraph(s) it came from, for the source viewer.
+    ``char_start``/``char_end`` locate ``source_text``'s cited part in the document text.
+    """
+
+    id: str
+    document_id: str
+    ordinal: int
+    text: str
+    source_text: str
+    char_start: int
+    char_end: int
+    section: tuple[str, ...] = ()
+    page: int | None = None
+    page_end: int | None = None
+    line_start: int | None = None
+    line_end: int | None = None
+    symbol: str | None = None
+    content_hash: str = ""
+    token_count: int = 0
+
+
+HitSource = Literal["dense", "sparse", "hybrid"]
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A chunk found by retrieval, with the score of every stage it went through.
+
+    ``score`` is the current stage's score; higher is always more relevant. Stage scores:
+    ``dense`` cosine similarity in [-1, 1]; ``sparse`` BM25 (unbounded, >= 0); ``fused`` the
+    fusion strategy's score; ``rerank`` the cross-encoder's logit; ``relevance`` the final
+    calibrated score in [0, 1] compared against ``Settings.min_score``.
+    """
+
+    chunk_id: str
+    score: float
+    source: HitSource = "dense"
+    dense: float | None = None
+    sparse: float | None = None
+    fused: float | None = None
+    rerank: float | None = None
+    relevance: float | None = None
+    chunk: Chunk | None = None
+    document: Document | None = None
+
+
+@dataclass(frozen=True)
+class Citation:
+    """Where a statement comes from: number ``n`` as printed in the answer text ``[n]``."""
+
+    n: int
+    chunk_id: str
+    document_id: str
+    path: str
+    title: str
+    section: tuple[str, ...]
+    page: int | None
+    line_start: int | None
+    line_end: int | None
+    char_start: int
+    char_end: int
+    score: float
+    symbol: str | None = None
+
+    @property
+    def location(self) -> str:
+        """``path``, then ``p. N`` or ``lines A-B``, then the section path, for display."""
+        parts = [self.path]
+        if self.page is not None:
+            parts.append(f"p. {self.page}")
+        elif self.line_start is not None:
+            parts.append(f"lines {self.line_start}-{self.line_end or self.line_start}")
+        if self.symbol:
+            parts.append(self.symbol)
+        if self.section:
+            parts.append(" > ".join(self.section))
+        return ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """A selected hit with its citation number, ready for an answerer."""
+
+    citation: Citation
+    hit: Hit
+
+    @property
+    def chunk(self) -> Chunk:
+        assert self.hit.chunk is not None
+        return self.hit.chunk
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A finished answer. ``found`` is False when the documents do not contain the answer,
+    in which case ``citations`` is empty."""
+
+    question: str
+    text: str
+    citations: tuple[Citation, ...]
+    found: bool
+    mode: Literal["extractive", "llm", "none"]
+    metrics: dict[str, float] = field(default_factory=dict)
+
+
+# --- events (rendered by the CLI now, by SSE and the UI later) --------------------------------
+
+
+@dataclass(frozen=True)
+class StatusEvent:
+    message: str
+    stage: str
+    type: Literal["status"] = "status"
+
+
+@dataclass(frozen=True)
+class TokenEvent:
+    content: str
+    type: Literal["token"] = "token"
+
+
+@dataclass(frozen=True)
+class DoneEvent:
+    answer: Answer
+    type: Literal["done"] = "done"
+
+
+@dataclass(frozen=True)
+class ErrorEvent:
+    message: str
+    code: str
+    type: Literal["error"] = "error"
+
+
+Event = StatusEvent | TokenEvent | DoneEvent | ErrorEvent
