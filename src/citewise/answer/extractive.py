@@ -23,6 +23,7 @@ from citewise.types import Answer, DoneEvent, Event, Evidence, StatusEvent, Toke
 
 RELATIVE_FLOOR = 0.75
 MAX_SENTENCE_CHARS = 600
+CODE_WINDOW = 12  # lines
 
 
 def _table_rows(text: str) -> tuple[list[str], list[str]] | None:
@@ -34,8 +35,20 @@ def _table_rows(text: str) -> tuple[list[str], list[str]] | None:
     return ([c.strip() for c in lines[0].split("|")], rows) if rows else None
 
 
+def _code_windows(text: str, size: int = CODE_WINDOW) -> list[str]:
+    """A short symbol whole, a long one as overlapping windows of ``size`` lines."""
+    lines = text.strip("\n").split("\n")
+    if len(lines) <= 2 * size:
+        return ["\n".join(lines)]
+    step = size // 2
+    return ["\n".join(lines[i : i + size]) for i in range(0, len(lines) - step, step)]
+
+
 def _candidates(evidence: Evidence) -> list[str]:
     text = evidence.chunk.text
+    doc = evidence.hit.document
+    if evidence.chunk.symbol or (doc is not None and doc.format == "code"):
+        return _code_windows(text)
     table = _table_rows(text)
     if table is not None:
         header, rows = table
@@ -49,11 +62,19 @@ def _candidates(evidence: Evidence) -> list[str]:
         return out
     out = []
     for s in sentences(text):
+        s = " ".join(s.split())
         if len(s) > MAX_SENTENCE_CHARS:
             s = s[:MAX_SENTENCE_CHARS].rsplit(" ", 1)[0] + " …"
         if any(ch.isalnum() for ch in s):
             out.append(s)
     return out
+
+
+def _quote(sentence: str, evidence: Evidence) -> str:
+    n = evidence.citation.n
+    if "\n" in sentence:  # a code window keeps its lines
+        return f"\n```\n{sentence}\n```\n[{n}]"
+    return f"{sentence} [{n}]"
 
 
 class ExtractiveAnswerer:
@@ -99,7 +120,7 @@ class ExtractiveAnswerer:
                 continue
             seen.add(key)
             chosen.append((score, rank, s))
-        text = " ".join(f"{s} [{evidence[rank].citation.n}]" for _, rank, s in chosen)
+        text = " ".join(_quote(s, evidence[rank]) for _, rank, s in chosen)
         return Answer(
             question, text, tuple(ev.citation for ev in evidence), found=True, mode="extractive",
             metrics={"answer_ms": (time.perf_counter() - t0) * 1000},

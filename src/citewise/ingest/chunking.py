@@ -31,7 +31,11 @@ from citewise.types import Block, BlockKind, Chunk, ParsedDocument
 TokenCounter = Callable[[str], int]
 
 SOURCE_WINDOW = 3000
-_SENTENCE_END = regex.compile(r"(?<=[.!?;:…])\s+|(?<=[。！？；])|\n+")
+#: Sentence boundaries: after . ! ? … and a space, after CJK full stops, at blank lines,
+#: and at a line break unless the next line starts in lower case (a wrapped line of prose).
+_SENTENCE_END = regex.compile(
+    r"(?<=[.!?…])\s+|(?<=[。！？])|\n\s*\n\s*|\n(?=[^\S\n]*[^\p{Ll}\s])"
+)
 
 
 @dataclass(frozen=True)
@@ -46,18 +50,21 @@ class _Unit:
 
 
 def sentences(text: str) -> list[str]:
-    """Split prose into sentences (ends kept); joining them with one space restores the words."""
+    """Split prose into sentences (ends kept, wrapped lines inside a sentence kept as they
+    are); joining them with one space restores the words."""
     return [s for s in (p.strip() for p in _SENTENCE_END.split(text)) if s]
 
 
 def _hard_split(text: str, max_tokens: int, count: TokenCounter) -> Iterator[str]:
-    """Split text with no usable separator into pieces of at most ``max_tokens`` tokens."""
+    """Split text with no usable separator into pieces of at most ``max_tokens`` tokens,
+    cutting only between grapheme clusters (an emoji family or a flag is never cut)."""
+    graphemes = regex.findall(r"\X", text)
     pos = 0
-    while pos < len(text):
-        size = max(1, min(len(text) - pos, max_tokens * 4))
-        while size > 1 and count(text[pos : pos + size]) > max_tokens:
+    while pos < len(graphemes):
+        size = max(1, min(len(graphemes) - pos, max_tokens * 4))
+        while size > 1 and count("".join(graphemes[pos : pos + size])) > max_tokens:
             size = max(1, int(size * 0.7))
-        yield text[pos : pos + size]
+        yield "".join(graphemes[pos : pos + size])
         pos += size
 
 

@@ -67,6 +67,26 @@ def _tail_to_fit(text: str, embedder: Embedder) -> str:
     return text[hi:]
 
 
+class _Clock:
+    """``with clock("stage_ms"):`` adds the block's wall time in ms to ``timings``."""
+
+    def __init__(self, timings: dict[str, float]) -> None:
+        self.timings = timings
+        self._stage = ""
+        self._t0 = 0.0
+
+    def __call__(self, stage: str) -> _Clock:
+        self._stage = stage
+        return self
+
+    def __enter__(self) -> None:
+        self._t0 = time.perf_counter()
+
+    def __exit__(self, *exc: object) -> None:
+        elapsed = (time.perf_counter() - self._t0) * 1000
+        self.timings[self._stage] = self.timings.get(self._stage, 0.0) + elapsed
+
+
 @dataclass(frozen=True)
 class SearchResult:
     """Selected hits (best first) and per-stage timings in milliseconds."""
@@ -101,41 +121,41 @@ class Retriever:
     ) -> list[Hit]:
         """All candidates, best first, with chunks loaded and every stage's score.
 
-        ``k`` candidates are taken from each leg (default ``dense_k``/``sparse_k``).
-        Raises QueryError for a blank question.
+        ``k`` candidates are taken from each leg (default ``dense_k``/``sparse_k``); stage
+        durations in ms are added to ``timings``. Raises QueryError for a blank question.
         """
         mode = SearchMode(mode)
-        timings = timings if timings is not None else {}
+        clock = _Clock(timings if timings is not None else {})
         query = clean_query(query, self.settings.max_query_chars)
         terms = tokenize(query)
-
-        def timed(stage: str, fn):  # type: ignore[no-untyped-def]
-            t0 = time.perf_counter()
-            out = fn()
-            timings[stage] = timings.get(stage, 0.0) + (time.perf_counter() - t0) * 1000
-            return out
-
-        dense_hits: list[Hit] = []
-        sparse_hits: list[Hit] = []
         query_vec = None
         if mode is not SearchMode.SPARSE:
-            query_vec = timed("embed_ms", lambda: self.embedder.embed_query(_tail_to_fit(query, self.embedder)))
-            dense_hits = timed("dense_ms", lambda: self.store.dense_search(
-                query_vec, k or self.settings.dense_k, filters))
-        if mode is not SearchMode.DENSE:
-            sparse_hits = timed("sparse_ms", lambda: self.store.sparse_search(
-                terms, k or self.settings.sparse_k, filters))
-        if mode is SearchMode.HYBRID:
-            hits = timed("fusion_ms", lambda: fuse(
-                self.settings.fusion, dense_hits, sparse_hits,
-                alpha=self.settings.alpha, rrf_k=self.settings.rrf_k))
-        else:
-            hits = [replace(h, fused=h.score) for h in (dense_hits or sparse_hits)]
-        if not hits:
-            return []
-        hits = timed("load_ms", lambda: self._attach(hits, query_vec, terms))
+            with clock("embed_ms"):
+                query_vec = self.embedder.embed_query(_tail_to_fit(query, self.embedder))
+        dense_hits: list[Hit] = []
+        sparse_hits: list[Hit] = []
+        with self.store.snapshot():  # every read below sees one committed state
+            if query_vec is not None:
+                with clock("dense_ms"):
+                    dense_hits = self.store.dense_search(query_vec, k or self.settings.dense_k,
+                                                         filters)
+            if mode is not SearchMode.DENSE:
+                with clock("sparse_ms"):
+                    sparse_hits = self.store.sparse_search(terms, k or self.settings.sparse_k,
+                                                           filters)
+            with clock("fusion_ms"):
+                if mode is SearchMode.HYBRID:
+                    hits = fuse(self.settings.fusion, dense_hits, sparse_hits,
+                                alpha=self.settings.alpha, rrf_k=self.settings.rrf_k)
+                else:
+                    hits = [replace(h, fused=h.score) for h in (dense_hits or sparse_hits)]
+            if not hits:
+                return []
+            with clock("load_ms"):
+                hits = self._attach(hits, query_vec, terms)
         if rerank and self.reranker is not None:
-            hits = timed("rerank_ms", lambda: self._rerank(query, hits))
+            with clock("rerank_ms"):
+                hits = self._rerank(query, hits)
         return hits
 
     def search(

@@ -31,7 +31,8 @@ import sqlite3
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -220,6 +221,21 @@ class SQLiteStore:
         except BaseException:
             db.execute("ROLLBACK")
             raise
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Run the reads inside in one read transaction: they all see the same committed
+        state, so a query never mixes two versions of a document (re-entrant per thread)."""
+        depth = getattr(self._local, "depth", 0)
+        if depth == 0:
+            self.db.execute("BEGIN")
+        self._local.depth = depth + 1
+        try:
+            yield
+        finally:
+            self._local.depth = depth
+            if depth == 0:
+                self.db.execute("COMMIT")
 
     def _meta(self, key: str) -> str | None:
         row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
@@ -458,13 +474,9 @@ class SQLiteStore:
         with self._lock:
             if self._matrix is not None and self._matrix.generation == generation:
                 return self._matrix
-            db = self.db
-            db.execute("BEGIN")  # one snapshot for the generation and the rows
-            try:
+            with self.snapshot():  # the generation and the rows from one state
                 generation = self.generation()
-                rows = db.execute("SELECT rowid, vector FROM chunks ORDER BY rowid").fetchall()
-            finally:
-                db.execute("COMMIT")
+                rows = self.db.execute("SELECT rowid, vector FROM chunks ORDER BY rowid").fetchall()
             _, dim = self.stored_model()
             rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
             if rows:

@@ -40,7 +40,8 @@ def register(
     suffixes: Iterable[str],
     sniff: Callable[[bytes], bool] | None = None,
 ) -> Callable[[Parser], Parser]:
-    """Decorator registering ``parse`` for ``format``; suffixes are lower-case with the dot."""
+    """Decorator registering ``parse`` for ``format``; suffixes are lower-case with the dot
+    (an entry without a dot, such as ``"makefile"``, matches a whole file name)."""
 
     def deco(parse: Parser) -> Parser:
         _REGISTRY[format] = ParserEntry(format, parse, tuple(suffixes), sniff)
@@ -63,6 +64,10 @@ def parser_for(path: Path, data: bytes) -> ParserEntry:
     suffix = path.suffix.lower()
     for entry in _REGISTRY.values():
         if suffix in entry.suffixes:
+            return entry
+    name = path.name.lower()  # entries without a dot are whole file names ("makefile")
+    for entry in _REGISTRY.values():
+        if name in entry.suffixes:
             return entry
     return _REGISTRY["text"]
 

@@ -1,0 +1,82 @@
+import regex
+
+from citewise.ingest.chunking import chunk_document, embedding_text
+from citewise.ingest.parsers.base import TextBuilder
+from citewise.types import BlockKind
+
+
+def build(*blocks):
+    b = TextBuilder()
+    for kind, text, fields in blocks:
+        b.add(kind, text, **fields)
+    return b.build("test", title="Doc")
+
+
+def test_chunks_never_exceed_the_token_limit(embedder):
+    long = " ".join(f"Sentence number {i} talks about topic {i % 7}." for i in range(400))
+    parsed = build((BlockKind.PARAGRAPH, long, {}))
+    chunks = chunk_document("d", parsed, embedder.count_tokens, max_tokens=100, overlap=20)
+    assert len(chunks) > 5
+    for c in chunks:
+        assert embedder.count_tokens(c.text) <= 100
+        assert parsed.text[c.char_start:c.char_start + 15] == c.text[:15]
+    assert "Sentence number 399" in chunks[-1].text
+
+
+def test_split_pieces_overlap(embedder):
+    long = " ".join(f"Fact {i} is here." for i in range(200))
+    chunks = chunk_document("d", build((BlockKind.PARAGRAPH, long, {})), embedder.count_tokens,
+                            max_tokens=60, overlap=15)
+    first_of_second = chunks[1].text.split(".")[0]
+    assert first_of_second in chunks[0].text
+
+
+def test_text_without_separators_is_hard_split_at_graphemes(embedder):
+    family = "👨‍👩‍👧‍👦"
+    parsed = build((BlockKind.PARAGRAPH, "1" * 5000 + family * 300 + " the backup runs at 23:15", {}))
+    chunks = chunk_document("d", parsed, embedder.count_tokens, max_tokens=64, overlap=0)
+    assert all(embedder.count_tokens(c.text) <= 64 for c in chunks)
+    assert any("23:15" in c.text for c in chunks)
+    for c in chunks:  # no chunk holds a piece of a ZWJ family
+        rest = c.text.replace(family, "")
+        assert not set(rest) & set(family), c.text[:40]
+
+
+def test_table_chunks_repeat_the_header_and_keep_rows_whole(embedder):
+    header = "Employee ID | Full name | Department"
+    rows = "\n".join(f"E{i:04d} | Person {i} | Dept {i % 5}" for i in range(300))
+    parsed = build((BlockKind.HEADING, "Staff", {"section": ("Staff",)}),
+                   (BlockKind.TABLE, header + "\n" + rows, {"header": header, "section": ("Staff",)}))
+    chunks = chunk_document("d", parsed, embedder.count_tokens, max_tokens=120, overlap=10)
+    table_chunks = [c for c in chunks if "E0" in c.text]
+    assert len(table_chunks) > 3
+    seen = []
+    for c in table_chunks:
+        lines = c.text.split("\n")
+        start = lines.index(header)
+        assert all(regex.fullmatch(r"E\d{4} \| Person \d+ \| Dept \d", ln) for ln in lines[start + 1:])
+        seen += lines[start + 1:]
+    assert seen == rows.split("\n")
+
+
+def test_headings_start_chunks_and_set_the_section(embedder):
+    parsed = build(
+        (BlockKind.HEADING, "Install", {"section": ("Install",)}),
+        (BlockKind.PARAGRAPH, "Run pip install.", {"section": ("Install",)}),
+        (BlockKind.HEADING, "Configure", {"section": ("Configure",)}),
+        (BlockKind.PARAGRAPH, "Set CITEWISE_HOME.", {"section": ("Configure",)}),
+    )
+    chunks = chunk_document("d", parsed, embedder.count_tokens, max_tokens=200)
+    assert [c.section for c in chunks] == [("Install",), ("Configure",)]
+    assert chunks[1].text == "Configure\nSet CITEWISE_HOME."
+    assert chunks[1].source_text == parsed.text[chunks[1].char_start:chunks[1].char_end]
+    assert embedding_text("Doc", chunks[1]).startswith("Doc > Configure\n")
+
+
+def test_code_symbols_are_separate_chunks(embedder):
+    parsed = build(
+        (BlockKind.CODE, "def a():\n    return 1", {"symbol": "a", "line_start": 1, "line_end": 2}),
+        (BlockKind.CODE, "def b():\n    return 2", {"symbol": "b", "line_start": 4, "line_end": 5}),
+    )
+    chunks = chunk_document("d", parsed, embedder.count_tokens, max_tokens=200)
+    assert [(c.symbol, c.line_start, c.line_end) for c in chunks] == [("a", 1, 2), ("b", 4, 5)]

@@ -1,0 +1,132 @@
+"""Conformance suite for the Store contract (citewise.store.base.Store).
+
+Every backend's test class inherits :class:`StoreSuite` and supplies one ``store`` fixture
+returning an empty store; the tests below must pass unchanged for every backend.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from citewise.errors import EmbeddingMismatchError
+from citewise.retrieve.analysis import analyze, tokenize
+from citewise.types import Chunk, Document
+
+DIM = 8
+
+
+def unit(*values: float) -> np.ndarray:
+    v = np.zeros(DIM, dtype=np.float32)
+    v[: len(values)] = values
+    return v / np.linalg.norm(v)
+
+
+def make_doc(name: str, texts: list[str], vectors: list[np.ndarray] | None = None):
+    doc = Document(id=f"id-{name}", path=f"col/{name}", source_path=f"/abs/col/{name}",
+                   title=name, format="text", content_hash=f"h-{name}-{hash(tuple(texts))}")
+    chunks = [
+        Chunk(id=f"{name}-{i}", document_id=doc.id, ordinal=i, text=t, source_text=t,
+              char_start=0, char_end=len(t), content_hash=f"c-{name}-{t}", token_count=len(t.split()))
+        for i, t in enumerate(texts)
+    ]
+    if vectors is None:
+        rng = np.random.default_rng(len(name))
+        vectors = [unit(*rng.normal(size=DIM)) for _ in texts]
+    return doc, chunks, np.stack(vectors) if texts else np.zeros((0, DIM), np.float32)
+
+
+class StoreSuite:
+    @pytest.fixture
+    def store(self):  # pragma: no cover - each backend overrides this
+        raise NotImplementedError
+
+    def add(self, store, name, texts, vectors=None):
+        doc, chunks, vecs = make_doc(name, texts, vectors)
+        store.bind_model("test-model", DIM)
+        store.upsert_document(doc, chunks, vecs, [analyze(t) for t in texts])
+        return doc
+
+    def test_empty_store_searches_return_nothing(self, store):
+        assert store.dense_search(unit(1), 5) == []
+        assert store.sparse_search(["refund"], 5) == []
+        assert store.sparse_search([], 5) == []
+        assert store.info().chunks == 0
+
+    def test_upsert_then_dense_search_ranks_by_cosine(self, store):
+        self.add(store, "a.txt", ["alpha", "beta", "gamma"],
+                 [unit(1, 0), unit(0.8, 0.6), unit(0, 1)])
+        hits = store.dense_search(unit(1, 0), 3)
+        assert [h.chunk_id for h in hits] == ["a.txt-0", "a.txt-1", "a.txt-2"]
+        assert hits[0].dense == pytest.approx(1.0, abs=1e-6)
+        assert hits[1].dense == pytest.approx(0.8, abs=1e-6)
+        assert all(h.source == "dense" for h in hits)
+
+    def test_sparse_search_ranks_matching_chunk_first(self, store):
+        self.add(store, "weather.txt", ["Oslo weather is cold and rainy in November"])
+        self.add(store, "canteen.txt", ["The canteen serves lunch; the weather does not matter"])
+        hits = store.sparse_search(tokenize("Oslo weather"), 5)
+        assert hits[0].chunk_id == "weather.txt-0"
+        assert hits[0].sparse > hits[1].sparse > 0
+
+    def test_term_in_half_of_a_tiny_collection_still_scores(self, store):
+        """Case C39: a term in N/2 chunks keeps a positive IDF (smoothed IDF)."""
+        self.add(store, "a.txt", ["keyword1 appears here"])
+        self.add(store, "b.txt", ["nothing relevant"])
+        hits = store.sparse_search(tokenize("keyword1"), 5)
+        assert [h.chunk_id for h in hits] == ["a.txt-0"]
+        assert hits[0].sparse > 0.1
+
+    def test_reupsert_replaces_all_chunks(self, store):
+        doc = self.add(store, "pets.md", ["the cat Biscuit is fed at 08:00", "vet visit 11 April"])
+        self.add(store, "pets.md", ["the cat Pepper is fed at 09:00"])
+        assert [c.text for c in store.chunks_of(doc.id)] == ["the cat Pepper is fed at 09:00"]
+        assert store.sparse_search(tokenize("Biscuit"), 5) == []
+        assert store.sparse_search(tokenize("vet"), 5) == []
+        assert store.info().chunks == 1
+        assert len(store.dense_search(unit(1), 10)) == 1
+
+    def test_delete_removes_dense_and_sparse_entries(self, store):
+        doc = self.add(store, "marigold.txt", ["Project Marigold launches on 14 March SILVERFINCH"])
+        before = store.info().chunks
+        assert store.delete_document(doc.id) is True
+        assert store.delete_document(doc.id) is False
+        assert store.sparse_search(tokenize("SILVERFINCH"), 5) == []
+        assert store.dense_search(unit(1), 5) == []
+        assert store.info().chunks == before - 1
+        assert store.document(doc.id) is None
+
+    def test_get_chunks_returns_chunk_and_document(self, store):
+        doc = self.add(store, "x.txt", ["hello"])
+        got = store.get_chunks(["x.txt-0", "missing"])
+        assert list(got) == ["x.txt-0"]
+        chunk, document = got["x.txt-0"]
+        assert chunk.text == "hello" and document.id == doc.id and document.path == "col/x.txt"
+
+    def test_cached_vectors_by_content_hash(self, store):
+        self.add(store, "v.txt", ["one"], [unit(0, 0, 1)])
+        cached = store.cached_vectors(["c-v.txt-one", "nope"])
+        assert list(cached) == ["c-v.txt-one"]
+        np.testing.assert_allclose(cached["c-v.txt-one"], unit(0, 0, 1))
+
+    def test_model_mismatch_is_refused(self, store):
+        self.add(store, "m.txt", ["text"])
+        with pytest.raises(EmbeddingMismatchError, match="citewise reindex"):
+            store.bind_model("other-model", DIM)
+        with pytest.raises(EmbeddingMismatchError):
+            store.bind_model("test-model", DIM * 2)
+
+    def test_filters_restrict_both_legs(self, store):
+        a = self.add(store, "a.txt", ["shared words here"], [unit(1)])
+        self.add(store, "b.txt", ["shared words here"], [unit(1)])
+        f = {"document_ids": [a.id]}
+        assert [h.chunk_id for h in store.dense_search(unit(1), 5, f)] == ["a.txt-0"]
+        assert [h.chunk_id for h in store.sparse_search(tokenize("shared"), 5, f)] == ["a.txt-0"]
+        with pytest.raises(ValueError, match="unknown filter"):
+            store.dense_search(unit(1), 5, {"colour": "red"})
+
+    def test_shape_mismatch_is_rejected(self, store):
+        doc, chunks, vecs = make_doc("s.txt", ["a", "b"])
+        store.bind_model("test-model", DIM)
+        with pytest.raises(ValueError, match="shape"):
+            store.upsert_document(doc, chunks, vecs[:1])

@@ -1,0 +1,89 @@
+"""The command line, run in-process through Typer's runner on a real index."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from citewise.cli import app
+from tests.conftest import CASES
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    monkeypatch.setenv("CITEWISE_HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def run(*args: str):
+    result = runner.invoke(app, list(args), catch_exceptions=False)
+    return result
+
+
+@pytest.mark.parametrize("command", [[], ["ingest"], ["ask"], ["search"], ["status"],
+                                     ["reindex"], ["eval"], ["eval", "beir"]])
+def test_every_command_has_help(command):
+    result = run(*command, "--help")
+    assert result.exit_code == 0
+    assert "Usage" in result.output and len(result.output) > 100
+
+
+def test_ingest_ask_search_status_end_to_end(env):
+    result = run("ingest", str(CASES / "c02_encrypted"))
+    assert result.exit_code == 0
+    assert "payroll_user_password.pdf: password-protected PDF" in " ".join(result.output.split())
+    assert "2 added" in result.output and "1 failed" in result.output
+
+    result = run("ask", "On which day are salaries paid?")
+    assert result.exit_code == 0
+    assert "25" in result.output and "[1]" in result.output
+    assert "Sources" in result.output and "payroll_" in result.output and "p. 1" in result.output
+
+    result = run("ask", "On which day are salaries paid?", "--format", "json")
+    answer = json.loads(result.stdout)
+    assert answer["found"] is True and answer["citations"][0]["page"] == 1
+
+    result = run("search", "salary payment day", "--format", "json", "--top-k", "3")
+    hits = json.loads(result.stdout)["hits"]
+    assert hits and {"dense", "bm25", "fused", "rerank", "relevance"} <= set(hits[0])
+    assert hits[0]["dense"] is not None and hits[0]["bm25"] is not None
+
+    result = run("search", "salary payment day")
+    assert result.exit_code == 0 and "BM25" in result.output
+
+    status = json.loads(run("status", "--format", "json").stdout)
+    assert status["documents"] == 2 and status["chunks"] >= 2
+    assert status["failed_documents"] == 1
+    assert status["embedding_model"] and status["dimension"] > 0 and status["index_bytes"] > 0
+
+
+def test_blank_question_is_a_clean_error(env):
+    result = runner.invoke(app, ["ask", "   "])
+    assert result.exit_code == 1
+    assert "the question is empty" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_invalid_setting_names_the_variable(env, monkeypatch):
+    monkeypatch.setenv("CITEWISE_TOP_K", "zero")
+    result = runner.invoke(app, ["status"])
+    assert result.exit_code == 2
+    assert "top_k" in result.output
+
+
+def test_unknown_embedding_model_names_the_setting(env, monkeypatch):
+    monkeypatch.setenv("CITEWISE_EMBEDDING_MODEL", "no-such-model")
+    result = runner.invoke(app, ["ingest", str(CASES / "c21_delete")])
+    assert result.exit_code == 1
+    assert "CITEWISE_EMBEDDING_MODEL" in result.output
+
+
+def test_missing_path_is_reported(env):
+    result = runner.invoke(app, ["ingest", "does/not/exist"])
+    assert result.exit_code == 1
+    assert "does/not/exist: no such file or folder" in " ".join(result.output.split())
