@@ -233,6 +233,30 @@ def eval_beir(
         with _progress("evaluating", fmt is OutputFormat.text and sys.stderr.isatty()) as update:
             rows = run_beir(path, settings, names, split=split, max_queries=queries,
                             progress=update)
+    _print_eval(rows, fmt)
+
+
+@eval_app.command("xquad")
+def eval_xquad(
+    path: Annotated[Path, typer.Argument(help="A SQuAD-format file, e.g. xquad.ru.json.")],
+    models: Annotated[str, typer.Option(help="Comma-separated embedding models.")] = "",
+    queries: Annotated[int, typer.Option(help="Score only the first N queries (0 = all).")] = 0,
+    fmt: FormatOpt = OutputFormat.text,
+) -> None:
+    """Retrieval over a SQuAD-style file (paragraphs as corpus, questions as queries)."""
+    from citewise.eval.datasets import load_squad_retrieval
+    from citewise.eval.run import run_dataset
+
+    with _errors():
+        settings = Settings()
+        names = [m for m in models.split(",") if m] or [settings.embedding_model]
+        dataset = load_squad_retrieval(path)
+        with _progress("evaluating", fmt is OutputFormat.text and sys.stderr.isatty()) as update:
+            rows = run_dataset(dataset, settings, names, max_queries=queries, progress=update)
+    _print_eval(rows, fmt)
+
+
+def _print_eval(rows: list[dict[str, Any]], fmt: OutputFormat) -> None:
     if fmt is OutputFormat.json:
         print(json.dumps(rows))
         return

@@ -76,6 +76,10 @@ class Settings(BaseSettings):
     rrf_k: int = Field(60, ge=1, description="RRF constant k (Cormack et al., 2009).")
     dense_k: int = Field(50, ge=1, description="Candidates taken from dense search.")
     sparse_k: int = Field(50, ge=1, description="Candidates taken from BM25.")
+    coverage_weight: float = Field(
+        0.3, ge=0.0, le=1.0,
+        description="Weight of IDF-weighted query-term coverage in the final score.",
+    )
     rerank_candidates: int = Field(30, ge=1, description="Fused candidates sent to the reranker.")
     rerank_weight: float = Field(
         0.7, ge=0.0, le=1.0, description="Weight of the reranker score against the fused score."

@@ -220,3 +220,30 @@ def subset(
         qrels={q: dict(dataset.qrels.get(q, {})) for q in kept_ids},
         split=dataset.split,
     )
+
+
+def load_squad_retrieval(path: str | Path, name: str | None = None) -> BeirDataset:
+    """A SQuAD-format QA file (such as XQuAD) seen as a retrieval task, as MTEB's
+    XQuADRetrieval does: corpus = the distinct paragraphs, queries = the questions, one
+    relevant paragraph (grade 1) per question. Paragraph ids are ``p<n>`` in file order.
+
+    Raises ConfigError when the file is missing or not SQuAD-shaped.
+    """
+    file = _require_file(Path(path), "a SQuAD-format .json file")
+    try:
+        articles = json.loads(file.read_text(encoding="utf-8"))["data"]
+    except (json.JSONDecodeError, KeyError, TypeError) as err:
+        raise ConfigError(f"{file}: not a SQuAD-format file ({err}); expected {{'data': [...]}}")
+    corpus: dict[str, BeirDoc] = {}
+    by_text: dict[str, str] = {}
+    queries: dict[str, str] = {}
+    qrels: dict[str, dict[str, int]] = {}
+    for article in articles:
+        for para in article["paragraphs"]:
+            text = para["context"]
+            pid = by_text.setdefault(text, f"p{len(by_text)}")
+            corpus.setdefault(pid, BeirDoc(pid, article.get("title", ""), text))
+            for qa in para["qas"]:
+                queries[qa["id"]] = qa["question"]
+                qrels[qa["id"]] = {pid: 1}
+    return BeirDataset(name or file.stem, corpus, queries, qrels, split="validation")

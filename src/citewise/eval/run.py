@@ -64,7 +64,15 @@ def run_beir(
     max_queries: int = 0, progress: Callable[[str, int, int], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Rows ``{"run", "nDCG@10", "recall@100", "MRR@10", "hit@10", "ms_per_query"}``."""
-    dataset = load_beir(path, split=split)
+    return run_dataset(load_beir(path, split=split), settings, models,
+                       max_queries=max_queries, progress=progress)
+
+
+def run_dataset(
+    dataset: BeirDataset, settings: Settings, models: Sequence[str], *,
+    max_queries: int = 0, progress: Callable[[str, int, int], None] | None = None,
+) -> list[dict[str, Any]]:
+    """:func:`run_beir` for a dataset already loaded (BEIR or SQuAD-style)."""
     queries = dict(sorted(dataset.queries.items())[: max_queries or None])
     qrels = {q: dataset.qrels[q] for q in queries}
     folder = settings.home / "eval"
@@ -103,6 +111,11 @@ def run_beir(
                 t0 = time.perf_counter()
                 runs.setdefault(name, {})[qid] = _doc_ranking(rr.rank(text, k=DEPTH))
                 times[name] = times.get(name, 0) + time.perf_counter() - t0
+        name = f"pipeline:{model}:{settings.fusion.value}"
+        for qid, text in queries.items():  # what `citewise search` ranks (coverage blend)
+            t0 = time.perf_counter()
+            runs.setdefault(name, {})[qid] = _doc_ranking(retriever.rank(text, k=DEPTH))
+            times[name] = times.get(name, 0) + time.perf_counter() - t0
         for name, run in runs.items():
             if name == "bm25" and bm25_done:
                 continue

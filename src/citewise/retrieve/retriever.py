@@ -9,8 +9,10 @@ scores and a ``relevance`` in [0, 1] that decides between an answer and "not fou
   ``coverage`` is the IDF-weighted share of the query's terms present in the chunk;
 * with a reranker: the mean of that and ``sigmoid(reranker logit)``.
 
-The final ranking score is the fused score (min-max normalised over the candidates), blended
-with ``sigmoid(reranker logit)`` by ``Settings.rerank_weight`` when a reranker is configured.
+The final ranking score is ``(1 - w) * fused + w * coverage`` (fused min-max normalised over the
+candidates, ``w = Settings.coverage_weight``): a chunk holding more of the question's rare
+terms moves up, like Lucene's classic coordination factor. With a reranker, that score is
+blended with ``sigmoid(reranker logit)`` by ``Settings.rerank_weight``.
 """
 
 from __future__ import annotations
@@ -220,7 +222,10 @@ class Retriever:
             else:
                 relevance = (dense_rel + coverage) / 2
             norm = (f - fused.min()) / span if span > 0 else 1.0
-            out.append(replace(h, chunk=chunk, document=doc, relevance=relevance, score=float(norm)))
+            w = self.settings.coverage_weight if terms else 0.0
+            score = (1 - w) * norm + w * coverage
+            out.append(replace(h, chunk=chunk, document=doc, relevance=relevance, score=float(score)))
+        out.sort(key=lambda h: -h.score)
         return out
 
     def _rerank(self, query: str, hits: list[Hit]) -> list[Hit]:

@@ -1,0 +1,55 @@
+import numpy as np
+import pytest
+
+from citewise.errors import ConfigError
+from citewise.retrieve.rerank import CrossEncoderReranker, load_reranker
+
+
+def test_no_reranker_configured_means_none():
+    assert load_reranker("") is None
+
+
+def test_missing_folder_is_a_config_error(tmp_path):
+    with pytest.raises(ConfigError, match="CITEWISE_RERANKER_MODEL"):
+        CrossEncoderReranker(tmp_path / "nope")
+
+
+def test_trained_cross_encoder_prefers_relevant_passages(cross_encoder_path, held_out_pairs):
+    reranker = CrossEncoderReranker(cross_encoder_path)
+    wins = 0
+    for query, pos, neg in held_out_pairs:
+        scores = reranker.score(query, [pos, neg])
+        assert scores.dtype == np.float32 and scores.shape == (2,)
+        wins += scores[0] > scores[1]
+    assert wins / len(held_out_pairs) >= 0.8, wins
+
+
+def test_scores_are_batched_and_long_pairs_truncated(cross_encoder_path):
+    reranker = CrossEncoderReranker(cross_encoder_path)
+    passages = ["word " * 5000] + [f"passage {i}" for i in range(70)]
+    scores = reranker.score("a question", passages)
+    assert scores.shape == (71,) and np.isfinite(scores).all()
+    assert reranker.score("q", []).shape == (0,)
+
+
+def test_retriever_reranks_and_reports_every_stage(make_engine, cross_encoder_path):
+    from tests.conftest import CASES
+
+    engine = make_engine(reranker_model=str(cross_encoder_path))
+    engine.ingest([CASES / "c39_small_corpus", CASES / "c21_delete"])
+    result = engine.search("When is the Project Marigold launch?", min_score=0.0, top_k=3)
+    assert result.reranked and "rerank_ms" in result.timings_ms
+    top = result.hits[0]
+    assert top.document.path.endswith("marigold.txt")
+    assert top.rerank is not None and top.dense is not None and top.fused is not None
+    scores = [h.score for h in result.hits]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_without_reranker_the_stage_is_skipped(engine):
+    from tests.conftest import CASES
+
+    engine.ingest([CASES / "c21_delete"])
+    result = engine.search("Marigold", min_score=0.0)
+    assert not result.reranked and "rerank_ms" not in result.timings_ms
+    assert all(h.rerank is None for h in result.hits)
