@@ -52,9 +52,11 @@ def test_ingest_ask_search_status_end_to_end(env):
     hits = json.loads(result.stdout)["hits"]
     assert hits and {"dense", "bm25", "fused", "rerank", "relevance"} <= set(hits[0])
     assert hits[0]["dense"] is not None and hits[0]["bm25"] is not None
+    assert json.loads(result.stdout)["reranked"] is False
 
     result = run("search", "salary payment day")
     assert result.exit_code == 0 and "BM25" in result.output
+    assert "rerank: skipped" in result.output
 
     status = json.loads(run("status", "--format", "json").stdout)
     assert status["documents"] == 2 and status["chunks"] >= 2

@@ -170,8 +170,8 @@ def search(
              "score": h.score, "text": h.chunk.text}
             for i, h in enumerate(result.hits, start=1)
         ]
-        print(json.dumps({"query": result.query, "hits": hits, "timings_ms": result.timings_ms},
-                         ensure_ascii=False))
+        print(json.dumps({"query": result.query, "hits": hits, "reranked": result.reranked,
+                          "timings_ms": result.timings_ms}, ensure_ascii=False))
         return
     if not result.hits:
         console.print("No matching passages.")
@@ -191,6 +191,8 @@ def search(
     console.print(table)
     timings = ", ".join(f"{k.removesuffix('_ms')} {v:.1f}" for k, v in result.timings_ms.items())
     console.print(f"[dim]ms: {timings}[/]")
+    if not result.reranked:
+        console.print("[dim]rerank: skipped (no CITEWISE_RERANKER_MODEL configured)[/]")
 
 
 @app.command()

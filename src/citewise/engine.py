@@ -96,7 +96,11 @@ class Engine:
         evidence = to_evidence(result.hits)
         n, df = self.store.term_document_frequencies(list(dict.fromkeys(tokenize(question))))
         answerer = ExtractiveAnswerer(self.embedder, self.settings.answer_sentences)
-        for event in answerer.stream(question, evidence, idf=idf_table(n, df)):
+        local = {
+            doc_id: self.retriever.document_term_weights(doc_id, question)
+            for doc_id in dict.fromkeys(ev.citation.document_id for ev in evidence)
+        }
+        for event in answerer.stream(question, evidence, idf=idf_table(n, df), document_idf=local):
             if isinstance(event, DoneEvent):
                 event = DoneEvent(_with_metrics(event.answer, result.timings_ms))
             yield event

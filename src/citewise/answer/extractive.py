@@ -1,11 +1,12 @@
 """Extractive answers: the evidence sentences that best answer the question, each cited.
 
 Used when no LLM is configured or the LLM fails. Each candidate sentence of the selected
-evidence is scored ``0.6 * cosine(sentence, question) + 0.4 * coverage``, where ``coverage`` is
-the IDF-weighted share of the question's terms in the sentence, plus ``0.05 / rank`` of its
-evidence. The best ``max_sentences`` whose score is at least ``RELATIVE_FLOOR`` of the best one
-are returned best first, each followed by its citation number ``[n]``. Table rows are given
-with their column names ("Full name: Mara Lindqvist; Department: Logistics").
+evidence (table rows with their column names; for code, the symbol or windows of
+``CODE_WINDOW`` lines) is scored ``0.6 * cosine(sentence, question) + 0.4 * coverage``, where
+``coverage`` is the weighted share of the question's terms in the sentence (weight = collection
+IDF x IDF within the evidence's document), plus ``0.05 / rank`` of its evidence. The best ``max_sentences`` whose score is at least ``RELATIVE_FLOOR`` of the best one
+are returned best first, each followed by its citation number ``[n]``. Table rows read
+"Full name: Mara Lindqvist; Department: Logistics".
 """
 
 from __future__ import annotations
@@ -85,28 +86,36 @@ class ExtractiveAnswerer:
         self.max_sentences = max_sentences
 
     def answer(
-        self, question: str, evidence: Sequence[Evidence], idf: dict[str, float] | None = None
+        self, question: str, evidence: Sequence[Evidence], idf: dict[str, float] | None = None,
+        document_idf: dict[str, dict[str, float]] | None = None,
     ) -> Answer:
-        """The answer from ``evidence`` (best first); ``idf`` weights the question's terms
-        (see :func:`idf_table`; every term weighs 1 when omitted)."""
+        """The answer from ``evidence`` (best first). ``idf`` is the collection IDF of the
+        question's terms (:func:`idf_table`) and ``document_idf`` their IDF within each
+        evidence document, by document id (a term missing from either weighs 1)."""
         t0 = time.perf_counter()
         if not evidence:
             return Answer(question, NOT_FOUND, (), found=False, mode="extractive")
         terms = list(dict.fromkeys(tokenize(question)))
-        weights = {t: (idf or {}).get(t, 1.0) for t in terms}
-        total = sum(weights.values()) or 1.0
         pool: list[tuple[int, str]] = []
         for rank, ev in enumerate(evidence):
             pool.extend((rank, s) for s in _candidates(ev))
         if not pool:
             return Answer(question, NOT_FOUND, (), found=False, mode="extractive")
+        pool_terms = [set(tokenize(s)) for _, s in pool]
+        # a term's weight in a sentence of evidence i: its collection IDF times its IDF within
+        # that evidence's document, so a name found all over the document (the party the
+        # question uses to pick the document) does not decide which sentence answers
+        weights = []
+        for ev in evidence:
+            local = (document_idf or {}).get(ev.citation.document_id, {})
+            weights.append({t: (idf or {}).get(t, 1.0) * local.get(t, 1.0) for t in terms})
         vectors = self.embedder.embed_documents([s for _, s in pool])
         q = self.embedder.embed_query(question)
         cosine = vectors @ q
         scored = []
-        for (rank, s), cos in zip(pool, cosine, strict=True):
-            have = set(tokenize(s))
-            coverage = sum(w for t, w in weights.items() if t in have) / total
+        for (rank, s), cos, have in zip(pool, cosine, pool_terms, strict=True):
+            w = weights[rank]
+            coverage = sum(v for t, v in w.items() if t in have) / (sum(w.values()) or 1.0)
             scored.append((0.6 * float(cos) + 0.4 * coverage + 0.05 / (rank + 1), rank, s))
         scored.sort(key=lambda x: -x[0])
         best = scored[0][0]
@@ -128,10 +137,10 @@ class ExtractiveAnswerer:
 
     def stream(
         self, question: str, evidence: Sequence[Evidence], history: Sequence[tuple[str, str]] = (),
-        idf: dict[str, float] | None = None,
+        idf: dict[str, float] | None = None, document_idf: dict[str, dict[str, float]] | None = None,
     ) -> Iterator[Event]:
         yield StatusEvent("selecting evidence sentences", stage="answer")
-        answer = self.answer(question, evidence, idf)
+        answer = self.answer(question, evidence, idf, document_idf)
         for word in answer.text.split(" "):
             yield TokenEvent(word + " ")
         yield DoneEvent(answer)

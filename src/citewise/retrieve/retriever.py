@@ -69,6 +69,19 @@ def _tail_to_fit(text: str, embedder: Embedder) -> str:
     return text[hi:]
 
 
+def document_idf(chunk_terms: list[frozenset[str]], terms: list[str]) -> dict[str, float]:
+    """Within-document IDF of the question's terms over one document's chunks,
+    ``ln(1 + (n - df + 0.5) / (df + 0.5))`` (Lucene's smoothed IDF with the document's chunks
+    as the collection); terms absent from the document are left out."""
+    n = len(chunk_terms)
+    out = {}
+    for t in dict.fromkeys(terms):
+        df = sum(t in c for c in chunk_terms)
+        if df:
+            out[t] = math.log(1 + (n - df + 0.5) / (df + 0.5))
+    return out
+
+
 class _Clock:
     """``with clock("stage_ms"):`` adds the block's wall time in ms to ``timings``."""
 
@@ -120,20 +133,22 @@ class Retriever:
         self, query: str, *, mode: SearchMode | str = SearchMode.HYBRID,
         k: int | None = None, filters: Mapping[str, Any] | None = None,
         rerank: bool = True, timings: dict[str, float] | None = None,
+        query_vec: np.ndarray | None = None,
     ) -> list[Hit]:
         """All candidates, best first, with chunks loaded and every stage's score.
 
         ``k`` candidates are taken from each leg (default ``dense_k``/``sparse_k``); stage
-        durations in ms are added to ``timings``. Raises QueryError for a blank question.
+        durations in ms are added to ``timings``; ``query_vec`` is the question's embedding
+        when the caller already has it. Raises QueryError for a blank question.
         """
         mode = SearchMode(mode)
         clock = _Clock(timings if timings is not None else {})
         query = clean_query(query, self.settings.max_query_chars)
         terms = tokenize(query)
-        query_vec = None
-        if mode is not SearchMode.SPARSE:
-            with clock("embed_ms"):
-                query_vec = self.embedder.embed_query(_tail_to_fit(query, self.embedder))
+        if mode is SearchMode.SPARSE:
+            query_vec = None
+        elif query_vec is None:
+            query_vec = self.embed_query(query, clock)
         dense_hits: list[Hit] = []
         sparse_hits: list[Hit] = []
         with self.store.snapshot():  # every read below sees one committed state
@@ -160,6 +175,11 @@ class Retriever:
                 hits = self._rerank(query, hits)
         return hits
 
+    def embed_query(self, query: str, clock: _Clock | None = None) -> np.ndarray:
+        """The cleaned question's embedding (its end kept within the model's token limit)."""
+        with clock("embed_ms") if clock is not None else _Clock({})("embed_ms"):
+            return self.embedder.embed_query(_tail_to_fit(query, self.embedder))
+
     def search(
         self, query: str, *, mode: SearchMode | str = SearchMode.HYBRID,
         top_k: int | None = None, per_file: int | None = None,
@@ -170,32 +190,93 @@ class Retriever:
         relevant. Raises QueryError for a blank question."""
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
-        hits = self.rank(query, mode=mode, filters=filters, timings=timings)
+        mode = SearchMode(mode)
+        cleaned = clean_query(query, self.settings.max_query_chars)
+        query_vec = None if mode is SearchMode.SPARSE else self.embed_query(cleaned, _Clock(timings))
+        hits = self.rank(cleaned, mode=mode, filters=filters, timings=timings, query_vec=query_vec)
         top_k = top_k or self.settings.top_k
         per_file = per_file or self.settings.per_file
         min_score = self.settings.min_score if min_score is None else min_score
-        selected: list[Hit] = []
-        per_doc: dict[str, int] = {}
-        for hit in hits:
-            if (hit.relevance or 0.0) < min_score:
-                continue
-            doc = hit.chunk.document_id if hit.chunk else hit.chunk_id
-            if per_doc.get(doc, 0) >= per_file:
-                continue
-            per_doc[doc] = per_doc.get(doc, 0) + 1
-            selected.append(hit)
-            if len(selected) >= top_k:
-                break
+        with _Clock(timings)("select_ms"):
+            selected = self._select(cleaned, query_vec, hits, top_k, per_file, min_score)
         timings["total_ms"] = (time.perf_counter() - t0) * 1000
         return SearchResult(
-            clean_query(query, self.settings.max_query_chars), selected, len(hits), timings,
+            cleaned, selected, len(hits), timings,
             reranked=self.reranker is not None,
         )
 
     # --- stages ---------------------------------------------------------------------------
+    def _select(self, query: str, query_vec: np.ndarray | None, hits: list[Hit], top_k: int,
+                per_file: int, min_score: float) -> list[Hit]:
+        """Documents in the order of their best hit; within each, the ``per_file`` chunks
+        that best answer the question *within that document* (:meth:`_within_document`);
+        hits below ``min_score`` relevance are dropped."""
+        order: dict[str, list[Hit]] = {}
+        for hit in hits:
+            if (hit.relevance or 0.0) >= min_score and hit.chunk is not None:
+                order.setdefault(hit.chunk.document_id, []).append(hit)
+        selected: list[Hit] = []
+        terms = tokenize(query)
+        for doc_hits in order.values():
+            if len(selected) >= top_k:
+                break
+            picked = self._within_document(terms, query_vec, doc_hits, per_file)
+            selected.extend(h for h in picked if (h.relevance or 0.0) >= min_score)
+        return selected[:top_k]
+
+    def document_term_weights(self, document_id: str, question: str) -> dict[str, float]:
+        """:func:`document_idf` of the question's terms within one document."""
+        features = self.store.chunk_features(document_id)
+        return document_idf([f[1] for f in features], tokenize(question))
+
+    def _within_document(self, terms: list[str], query_vec: np.ndarray | None,
+                         doc_hits: list[Hit], n: int) -> list[Hit]:
+        """The ``n`` chunks of one document that best match the question, judged with
+        *within-document* IDF: a term in every chunk of the document (often the name of the
+        party or product the question uses to pick the document) says nothing about which
+        chunk answers, while a term in one chunk ("governed", "laws") says a lot.
+
+        Local score = ``0.5 * local coverage + 0.5 * cosine`` (cosine min-max scaled over the
+        document's chunks); only used to choose among a document's chunks, so the
+        document order of the fused ranking is kept. Falls back to the fused hits when the
+        question has no terms or the document has one chunk.
+        """
+        best = doc_hits[0]
+        if not terms or best.chunk is None or best.document is None or best.document.chunk_count <= 1:
+            return doc_hits[:n]
+        features = self.store.chunk_features(best.chunk.document_id)
+        if len(features) <= 1:
+            return doc_hits[:n]
+        idf = document_idf([f[1] for f in features], terms)
+        total = sum(idf.values())
+        if total <= 0:
+            return doc_hits[:n]
+        n_local = len(features)
+        vectors = np.stack([f[2] for f in features])
+        cos = vectors @ query_vec if query_vec is not None else np.zeros(n_local)
+        span = float(cos.max() - cos.min())
+        cos_norm = (cos - cos.min()) / span if span > 0 else np.ones(n_local)
+        local = [
+            0.5 * sum(w for t, w in idf.items() if t in f[1]) / total + 0.5 * float(c)
+            for f, c in zip(features, cos_norm, strict=True)
+        ]
+        ranked = sorted(range(n_local), key=lambda i: -local[i])[:n]
+        known = {h.chunk_id: h for h in doc_hits}
+        chosen_ids = [features[i][0] for i in ranked]
+        missing = [cid for cid in chosen_ids if cid not in known]
+        if missing:
+            fresh = [Hit(chunk_id=cid, score=best.score, source="dense",
+                         dense=float(cos[ranked[chosen_ids.index(cid)]]) if query_vec is not None else None)
+                     for cid in missing]
+            for h in self._attach(fresh, query_vec, terms):
+                known[h.chunk_id] = replace(h, score=best.score, fused=best.fused)
+        return [known[cid] for cid in chosen_ids if cid in known]
+
+
     def _attach(self, hits: list[Hit], query_vec: np.ndarray | None, terms: list[str]) -> list[Hit]:
         """Load chunks, fill missing dense scores, compute coverage and relevance."""
         loaded = self.store.get_chunks([h.chunk_id for h in hits])
+        terms_of = self.store.terms_of(list(loaded))
         hits = [h for h in hits if h.chunk_id in loaded]
         n_docs, df = self.store.term_document_frequencies(list(dict.fromkeys(terms)))
         idf = {t: math.log(1 + (n_docs - d + 0.5) / (d + 0.5)) for t, d in df.items()}
@@ -212,7 +293,7 @@ class Retriever:
         out = []
         for h, f in zip(hits, fused, strict=True):
             chunk, doc = loaded[h.chunk_id]
-            chunk_terms = set(tokenize(" ".join((doc.title, *chunk.section, chunk.text))))
+            chunk_terms = terms_of.get(h.chunk_id, frozenset())
             coverage = sum(idf[t] for t in dict.fromkeys(terms) if t in chunk_terms) / total_idf
             dense_rel = 0.0 if h.dense is None else float(np.clip((h.dense - lo) / (hi - lo), 0, 1))
             if query_vec is None:  # sparse-only mode

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from contextlib import AbstractContextManager
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -75,6 +76,15 @@ class Store(Protocol):
 
     def term_document_frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
         """``(N, {term: df})``: chunks in the index and how many contain each term."""
+
+    def terms_of(self, chunk_ids: Sequence[str]) -> dict[str, frozenset[str]]:
+        """The analysed BM25 terms stored for each chunk, by id (unknown ids left out)."""
+
+    def vectors_of(self, chunk_ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """Stored float32 (dim,) vectors by chunk id (unknown ids left out)."""
+
+    def snapshot(self) -> AbstractContextManager[None]:
+        """Reads inside see one committed state (a query never mixes two versions)."""
 
     def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, tuple[Chunk, Document]]:
         """Chunks with their documents, by id; unknown ids are left out."""

@@ -400,6 +400,27 @@ class SQLiteStore:
                 out[cid] = np.frombuffer(blob, dtype="<f4")
         return out
 
+    def terms_of(self, chunk_ids: Sequence[str]) -> dict[str, frozenset[str]]:
+        """The analysed BM25 terms of each chunk (title, section and text), by chunk id."""
+        out: dict[str, frozenset[str]] = {}
+        ids = list(dict.fromkeys(chunk_ids))
+        for i in range(0, len(ids), 500):
+            part = ids[i : i + 500]
+            marks = ",".join("?" * len(part))
+            for cid, terms in self.db.execute(
+                f"SELECT id, terms FROM chunks WHERE id IN ({marks})", part
+            ):
+                out[cid] = frozenset(terms.split())
+        return out
+
+    def chunk_features(self, document_id: str) -> list[tuple[str, frozenset[str], np.ndarray]]:
+        """Every chunk of a document as ``(chunk id, analysed terms, float32 vector)``."""
+        rows = self.db.execute(
+            "SELECT id, terms, vector FROM chunks WHERE document_id = ? ORDER BY ordinal",
+            (document_id,),
+        )
+        return [(cid, frozenset(t.split()), np.frombuffer(v, dtype="<f4")) for cid, t, v in rows]
+
     def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, tuple[Chunk, Document]]:
         out: dict[str, tuple[Chunk, Document]] = {}
         ids = list(dict.fromkeys(chunk_ids))
