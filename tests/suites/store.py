@@ -140,3 +140,15 @@ class StoreSuite:
         from citewise.store.base import Store
 
         assert isinstance(store, Store)
+
+    def test_failed_write_leaves_the_previous_version_whole(self, store):
+        """A write that fails half-way (here: a duplicate chunk id) rolls back completely."""
+        doc = self.add(store, "atomic.txt", ["old one", "old two"])
+        _, chunks, vecs = make_doc("atomic.txt", ["new one", "new two"])
+        broken = [chunks[0], chunks[1].__class__(**{**chunks[1].__dict__, "id": chunks[0].id})]
+        with pytest.raises(Exception):  # noqa: B017 - each backend raises its own error type
+            store.upsert_document(doc, broken, vecs)
+        assert [c.text for c in store.chunks_of(doc.id)] == ["old one", "old two"]
+        assert {h.chunk_id for h in store.sparse_search(tokenize("old"), 5)} == {
+            "atomic.txt-0", "atomic.txt-1"}
+        assert store.sparse_search(tokenize("new"), 5) == []

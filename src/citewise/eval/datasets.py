@@ -233,7 +233,7 @@ def load_squad_retrieval(path: str | Path, name: str | None = None) -> BeirDatas
     try:
         articles = json.loads(file.read_text(encoding="utf-8"))["data"]
     except (json.JSONDecodeError, KeyError, TypeError) as err:
-        raise ConfigError(f"{file}: not a SQuAD-format file ({err}); expected {{'data': [...]}}")
+        raise ConfigError(f"{file}: not a SQuAD-format file ({err}); expected {{'data': [...]}}") from err
     corpus: dict[str, BeirDoc] = {}
     by_text: dict[str, str] = {}
     queries: dict[str, str] = {}

@@ -1,0 +1,60 @@
+"""The ingest pipeline on real files: identity, incremental updates, per-file failures."""
+
+from __future__ import annotations
+
+from tests.conftest import CASES
+
+
+def test_same_name_in_two_folders_is_two_documents(engine, tmp_path):
+    for sub, text in (("a", "Alpha team meets on Mondays."), ("b", "Beta team meets on Fridays.")):
+        (tmp_path / "col" / sub).mkdir(parents=True)
+        (tmp_path / "col" / sub / "notes.txt").write_text(text)
+    report = engine.ingest([tmp_path / "col"])
+    assert sorted(f.path for f in report.files) == ["col/a/notes.txt", "col/b/notes.txt"]
+    assert len({d.id for d in engine.store.documents()}) == 2
+
+
+def test_unchanged_files_are_not_reembedded(engine, tmp_path):
+    folder = tmp_path / "col"
+    folder.mkdir()
+    (folder / "one.txt").write_text("The library opens at nine.")
+    (folder / "two.txt").write_text("The gym opens at six.")
+    first = engine.ingest([folder])
+    assert first.embedded == 2
+    again = engine.ingest([folder])
+    assert [f.status for f in again.files] == ["unchanged", "unchanged"] and again.embedded == 0
+    (folder / "two.txt").write_text("The gym opens at seven.")
+    (folder / "copy").mkdir()  # same title and text as one.txt: the same embedded text
+    (folder / "copy" / "one.txt").write_text("The library opens at nine.")
+    third = engine.ingest([folder])
+    assert sorted(f.status for f in third.files) == ["added", "unchanged", "updated"]
+    assert third.embedded == 1  # copy/one.txt reuses one.txt's vector (content-hash cache)
+
+
+def test_a_file_that_breaks_later_loses_its_old_chunks(engine, tmp_path):
+    folder = tmp_path / "col"
+    folder.mkdir()
+    good = (CASES / "c02_encrypted" / "payroll_plain.pdf").read_bytes()
+    (folder / "payroll.pdf").write_bytes(good)
+    engine.ingest([folder])
+    assert engine.store.info().chunks > 0
+    (folder / "payroll.pdf").write_bytes(good[:300])  # truncated: now unreadable
+    report = engine.ingest([folder])
+    assert report.files[0].status == "failed" and "corrupt" in report.files[0].reason
+    assert engine.store.info().chunks == 0
+    assert not engine.ask("On which day are salaries paid?").found
+
+
+def test_prune_removes_documents_whose_files_are_gone(engine, tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    (a / "x.txt").write_text("Xylophone lessons are on Tuesdays.")
+    (b / "y.txt").write_text("Yoga classes are on Wednesdays.")
+    engine.ingest([a, b])
+    (b / "y.txt").unlink()
+    assert [f.status for f in engine.ingest([a]).files] == ["unchanged"]  # b not re-scanned
+    assert len(engine.store.documents()) == 2
+    report = engine.ingest([a], prune=True)
+    assert "deleted" in [f.status for f in report.files]
+    assert [d.path for d in engine.store.documents()] == ["a/x.txt"]
