@@ -89,3 +89,36 @@ def test_missing_path_is_reported(env):
     result = runner.invoke(app, ["ingest", "does/not/exist"])
     assert result.exit_code == 1
     assert "does/not/exist: no such file or folder" in " ".join(result.output.split())
+
+
+def test_broken_toml_is_named_not_a_traceback(env):
+    (env / "citewise.toml").write_text("this is [[[ not toml =")
+    result = runner.invoke(app, ["status"])
+    assert result.exit_code == 1
+    assert "citewise.toml: not a valid TOML settings file" in " ".join(result.output.split())
+
+
+def test_unusable_index_location_is_a_clean_error(env, monkeypatch):
+    monkeypatch.setenv("CITEWISE_HOME", "/dev/null/x")
+    result = runner.invoke(app, ["status"])
+    assert result.exit_code == 1
+    assert "cannot open the index at /dev/null/x/index.sqlite3" in " ".join(result.output.split())
+
+
+def test_setting_error_is_one_line_per_setting(env, monkeypatch):
+    monkeypatch.setenv("CITEWISE_TOP_K", "0")
+    result = runner.invoke(app, ["status"])
+    lines = [ln for ln in result.stderr.splitlines() if ln.startswith("invalid setting")]
+    assert result.exit_code == 2 and len(lines) == 1 and "CITEWISE_TOP_K" in lines[0]
+
+
+def test_fifo_in_a_folder_is_skipped_not_read(env):
+    import os
+
+    folder = env / "col"
+    folder.mkdir()
+    os.mkfifo(folder / "pipe.txt")
+    (folder / "ok.txt").write_text("The canteen opens at noon.")
+    result = run("ingest", str(folder))
+    flat = " ".join(result.output.split())
+    assert "col/pipe.txt: not a regular file" in flat and "1 added" in flat

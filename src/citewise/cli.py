@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -57,11 +58,14 @@ def _errors() -> Iterator[None]:
     except CitewiseError as err:
         err_console.print(f"[bold red]error:[/] {escape(str(err))}")
         raise typer.Exit(1) from None
-    except ValueError as err:  # pydantic ValidationError for settings
-        if type(err).__name__ == "ValidationError":
-            err_console.print(f"[bold red]invalid setting:[/] {escape(str(err))}")
-            raise typer.Exit(2) from None
-        raise
+    except ValidationError as err:  # a setting from the environment, .env or citewise.toml
+        for e in err.errors():
+            name = ".".join(str(p) for p in e["loc"])
+            err_console.print(
+                f"[bold red]invalid setting:[/] {name} (CITEWISE_{name.upper()}): "
+                f"{escape(e['msg'])}, got {escape(repr(e.get('input')))}"
+            )
+        raise typer.Exit(2) from None
 
 
 @contextmanager

@@ -8,8 +8,11 @@ Sources, highest priority first: keyword arguments, ``CITEWISE_*`` environment v
 from __future__ import annotations
 
 import os
+import tomllib
 from enum import Enum
 from pathlib import Path
+
+from citewise.errors import ConfigError
 
 from pydantic import Field, field_validator
 from pydantic_settings import (
@@ -36,6 +39,17 @@ class SearchMode(str, Enum):
 
 def default_home() -> Path:
     return Path(os.environ.get("CITEWISE_HOME", Path.home() / ".citewise")).expanduser()
+
+
+def _check_toml(path: Path) -> None:
+    """Raise ConfigError naming ``path`` when it exists but is not valid UTF-8 TOML."""
+    if not path.is_file():
+        return
+    try:
+        tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
+        raise ConfigError(f"{path.resolve()}: not a valid TOML settings file ({err}); "
+                          "fix it or remove it") from None
 
 
 class Settings(BaseSettings):
@@ -108,6 +122,8 @@ class Settings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         home_toml = default_home() / "citewise.toml"
+        for path in (Path("citewise.toml"), home_toml):
+            _check_toml(path)
         return (
             init_settings,
             env_settings,

@@ -80,3 +80,17 @@ def test_code_symbols_are_separate_chunks(embedder):
     )
     chunks = chunk_document("d", parsed, embedder.count_tokens, max_tokens=200)
     assert [(c.symbol, c.line_start, c.line_end) for c in chunks] == [("a", 1, 2), ("b", 4, 5)]
+
+
+def test_hard_wrapped_prose_stays_one_sentence():
+    from citewise.ingest.chunking import sentences
+
+    text = ("The kettle warranty lasts two years for buyers living in\nGermany and three years "
+            "elsewhere. Returns take 30 days.\nOpening hours\nMonday: 9-17")
+    assert sentences(text) == [
+        "The kettle warranty lasts two years for buyers living in\nGermany and three years "
+        "elsewhere.",
+        "Returns take 30 days.",
+        "Opening hours",
+        "Monday: 9-17",
+    ]

@@ -61,9 +61,14 @@ def _candidates(evidence: Evidence) -> list[str]:
             else:
                 out.append(row)
         return out
+    headings = {" ".join(h.split()).casefold() for h in evidence.chunk.section}
+    if doc is not None:
+        headings.add(" ".join(doc.title.split()).casefold())
     out = []
     for s in sentences(text):
         s = " ".join(s.split())
+        if s.casefold() in headings:  # a heading names a topic; it answers nothing
+            continue
         if len(s) > MAX_SENTENCE_CHARS:
             s = s[:MAX_SENTENCE_CHARS].rsplit(" ", 1)[0] + " …"
         if any(ch.isalnum() for ch in s):

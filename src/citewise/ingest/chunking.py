@@ -31,11 +31,26 @@ from citewise.types import Block, BlockKind, Chunk, ParsedDocument
 TokenCounter = Callable[[str], int]
 
 SOURCE_WINDOW = 3000
-#: Sentence boundaries: after . ! ? … and a space, after CJK full stops, at blank lines,
-#: and at a line break unless the next line starts in lower case (a wrapped line of prose).
-_SENTENCE_END = regex.compile(
-    r"(?<=[.!?…])\s+|(?<=[。！？])|\n\s*\n\s*|\n(?=[^\S\n]*[^\p{Ll}\s])"
-)
+#: Sentence boundaries: after . ! ? … and a space, after CJK full stops, at blank lines.
+_SENTENCE_END = regex.compile(r"(?<=[.!?…])\s+|(?<=[。！？])|\n\s*\n\s*")
+#: A single line break ends a sentence only after a short line (a heading, a list item, a
+#: note) or a line ending in punctuation, and before a line not starting in lower case; a
+#: long line wrapped mid-sentence ("... buyers living in\nGermany") is kept together.
+_SHORT_LINE = 50
+
+
+def _wrapped_lines(text: str) -> list[str]:
+    lines = text.split("\n")
+    out = [lines[0]]
+    for line in lines[1:]:
+        prev = out[-1].rstrip()
+        first = line.lstrip()[:1]
+        ends = prev.endswith((".", "!", "?", ":", ";", "…", "。", "！", "？"))
+        if first and not first.islower() and (ends or len(prev) < _SHORT_LINE):
+            out.append(line)
+        else:
+            out[-1] = out[-1] + "\n" + line
+    return out
 
 
 @dataclass(frozen=True)
@@ -52,7 +67,8 @@ class _Unit:
 def sentences(text: str) -> list[str]:
     """Split prose into sentences (ends kept, wrapped lines inside a sentence kept as they
     are); joining them with one space restores the words."""
-    return [s for s in (p.strip() for p in _SENTENCE_END.split(text)) if s]
+    parts = (line for p in _SENTENCE_END.split(text) for line in _wrapped_lines(p))
+    return [s for s in (p.strip() for p in parts) if s]
 
 
 def _hard_split(text: str, max_tokens: int, count: TokenCounter) -> Iterator[str]:

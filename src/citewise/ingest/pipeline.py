@@ -74,7 +74,7 @@ def document_id(source_path: Path) -> str:
 
 
 def _walk(root: Path) -> Iterator[Path]:
-    if root.is_file():
+    if not root.is_dir():
         yield root
         return
     for dirpath, dirnames, filenames in os.walk(root):
@@ -125,7 +125,15 @@ class Ingestor:
             if not root.exists():
                 report.files.append(FileResult(str(root), "failed", reason="no such file or folder"))
                 continue
-            files.extend((f, root) for f in _walk(root) if f != self.store.path)
+            for f in _walk(root):
+                if f.name.startswith(self.store.path.name):  # the index itself, its -wal/-shm
+                    continue
+                if not f.is_file():  # FIFOs, sockets, devices: reading one could block forever
+                    report.files.append(FileResult(
+                        _display_path(f, root), "failed",
+                        reason="not a regular file (pipe, socket or device); skipped"))
+                    continue
+                files.append((f, root))
         known = {d.source_path: d for d in self.store.documents()}
         seen = {str(f) for f, _ in files}
         for doc in known.values():

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from citewise.errors import EmbeddingMismatchError
+from citewise.errors import EmbeddingMismatchError, IndexError_
 from citewise.store.base import Filters, IndexInfo
 from citewise.types import Chunk, Document, Hit
 
@@ -186,13 +186,19 @@ class SQLiteStore:
 
     def __init__(self, path: str | Path, busy_timeout_s: float = 60.0) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._busy_timeout_s = busy_timeout_s
         self._local = threading.local()
         self._lock = threading.Lock()
         self._matrix: _Matrix | None = None
         self._stats: tuple[int, int, float] | None = None  # generation, N, avgdl
-        self._migrate()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._migrate()
+        except (OSError, sqlite3.Error) as err:
+            raise IndexError_(
+                f"cannot open the index at {self.path} ({err}); make CITEWISE_HOME or "
+                "CITEWISE_STORE point to a folder you can write to"
+            ) from None
 
     # --- connection and schema ------------------------------------------------------------
     @property
