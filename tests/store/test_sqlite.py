@@ -19,7 +19,7 @@ class TestSQLiteStore(StoreSuite):
 
 def test_bm25_matches_reference_formula(tmp_path):
     """Scores equal an independent Lucene-BM25 computed here from the raw token lists."""
-    texts = ["red apple red", "green apple", "red car fast car", "blue sky", "apple pie recipe"]
+    texts = ["red apple red", "green apple", "red red red car", "blue sky", "apple pie recipe"]
     store = SQLiteStore(tmp_path / "i.sqlite3")
     for i, t in enumerate(texts):
         doc, chunks, vecs = make_doc(f"d{i}", [t])

@@ -570,9 +570,9 @@ class SQLiteStore:
         self, terms: Sequence[str], k: int, filters: Filters | None = None,
         candidates: int | None = None,
     ) -> list[Hit]:
-        """See :meth:`Store.sparse_search`. FTS5 ranks at most ``candidates`` (default
-        ``max(20 * k, 1000)``) matching chunks, which are then scored exactly by
-        :func:`bm25_scores`."""
+        """See :meth:`Store.sparse_search`. FTS5 ranks the matching chunks with its own BM25
+        and keeps ``candidates`` (default ``max(5 * k, 300)``), which are then scored exactly
+        by :func:`bm25_scores`."""
         query_tf = Counter(t for t in terms if t)
         if not query_tf or k <= 0:
             return []
@@ -584,7 +584,7 @@ class SQLiteStore:
         if not present:
             return []
         match = " OR ".join('"' + t.replace('"', '""') + '"' for t in present)
-        limit = candidates or max(20 * k, 1000)
+        limit = candidates or max(5 * k, 300)
         allowed = self._filter_rowids(filters)
         sql = "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?"
         params: list[object] = [match]
@@ -604,10 +604,13 @@ class SQLiteStore:
         ).fetchall()
         ids = np.array([r[0] for r in rows], dtype=np.int64)
         dl = np.array([r[2] for r in rows], dtype=np.float64)
-        counts = [Counter(r[1].split()) for r in rows]
+        # tokens are separated by one space; doubling the spaces lets str.count see every
+        # occurrence of " t " (adjacent repeats would otherwise share a space)
+        padded = [f" {r[1]} ".replace(" ", "  ") for r in rows]
         scores = np.zeros(len(rows), dtype=np.float64)
         for term in present:
-            tf = np.array([c.get(term, 0) for c in counts], dtype=np.float64)
+            needle = f" {term} "
+            tf = np.array([p.count(needle) for p in padded], dtype=np.float64)
             scores += query_tf[term] * bm25_scores(tf, dl, df[term], n_docs, avgdl)
         order = np.argsort(-scores, kind="stable")[:k]
         order = order[scores[order] > 0]
