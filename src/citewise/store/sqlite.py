@@ -381,43 +381,27 @@ class SQLiteStore:
         rows = self.db.execute(f"SELECT {_DOC_COLS} FROM documents d ORDER BY d.path")
         return [_document(r) for r in rows]
 
-    def cached_vectors(self, content_hashes: Sequence[str]) -> dict[str, np.ndarray]:
-        out: dict[str, np.ndarray] = {}
-        unique = list(dict.fromkeys(content_hashes))
+    def _rows_in(self, sql: str, keys: Sequence[str]) -> Iterator[Sequence]:
+        """Rows of ``sql`` (with one ``{marks}`` placeholder list) for unique ``keys``, queried
+        in batches of 500 to stay under SQLite's bound-parameter limit."""
+        unique = list(dict.fromkeys(keys))
         for i in range(0, len(unique), 500):
             part = unique[i : i + 500]
-            marks = ",".join("?" * len(part))
-            for h, blob in self.db.execute(
-                f"SELECT content_hash, vector FROM chunks WHERE content_hash IN ({marks})", part
-            ):
-                out[h] = np.frombuffer(blob, dtype="<f4")
-        return out
+            yield from self.db.execute(sql.format(marks=",".join("?" * len(part))), part)
+
+    def cached_vectors(self, content_hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        sql = "SELECT content_hash, vector FROM chunks WHERE content_hash IN ({marks})"
+        return {h: np.frombuffer(b, dtype="<f4") for h, b in self._rows_in(sql, content_hashes)}
 
     def vectors_of(self, chunk_ids: Sequence[str]) -> dict[str, np.ndarray]:
         """Stored vectors by chunk id: float32 (dim,) each."""
-        out: dict[str, np.ndarray] = {}
-        ids = list(dict.fromkeys(chunk_ids))
-        for i in range(0, len(ids), 500):
-            part = ids[i : i + 500]
-            marks = ",".join("?" * len(part))
-            for cid, blob in self.db.execute(
-                f"SELECT id, vector FROM chunks WHERE id IN ({marks})", part
-            ):
-                out[cid] = np.frombuffer(blob, dtype="<f4")
-        return out
+        sql = "SELECT id, vector FROM chunks WHERE id IN ({marks})"
+        return {c: np.frombuffer(b, dtype="<f4") for c, b in self._rows_in(sql, chunk_ids)}
 
     def terms_of(self, chunk_ids: Sequence[str]) -> dict[str, frozenset[str]]:
         """The analysed BM25 terms of each chunk (title, section and text), by chunk id."""
-        out: dict[str, frozenset[str]] = {}
-        ids = list(dict.fromkeys(chunk_ids))
-        for i in range(0, len(ids), 500):
-            part = ids[i : i + 500]
-            marks = ",".join("?" * len(part))
-            for cid, terms in self.db.execute(
-                f"SELECT id, terms FROM chunks WHERE id IN ({marks})", part
-            ):
-                out[cid] = frozenset(terms.split())
-        return out
+        sql = "SELECT id, terms FROM chunks WHERE id IN ({marks})"
+        return {c: frozenset(t.split()) for c, t in self._rows_in(sql, chunk_ids)}
 
     def chunk_features(self, document_id: str) -> list[tuple[str, frozenset[str], np.ndarray]]:
         """Every chunk of a document as ``(chunk id, analysed terms, float32 vector)``."""
@@ -428,19 +412,10 @@ class SQLiteStore:
         return [(cid, frozenset(t.split()), np.frombuffer(v, dtype="<f4")) for cid, t, v in rows]
 
     def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, tuple[Chunk, Document]]:
-        out: dict[str, tuple[Chunk, Document]] = {}
-        ids = list(dict.fromkeys(chunk_ids))
-        for i in range(0, len(ids), 500):
-            part = ids[i : i + 500]
-            marks = ",".join("?" * len(part))
-            rows = self.db.execute(
-                f"SELECT {_CHUNK_COLS}, {_DOC_COLS} FROM chunks c "
-                f"JOIN documents d ON d.id = c.document_id WHERE c.id IN ({marks})",
-                part,
-            )
-            for row in rows:
-                out[row[1]] = (_chunk(row[:16]), _document(row[16:]))
-        return out
+        sql = (f"SELECT {_CHUNK_COLS}, {_DOC_COLS} FROM chunks c "
+               "JOIN documents d ON d.id = c.document_id WHERE c.id IN ({marks})")
+        return {row[1]: (_chunk(row[:16]), _document(row[16:]))
+                for row in self._rows_in(sql, chunk_ids)}
 
     def record_failure(self, document: Document) -> None:
         """Keep a file that could not be read as a ``failed`` document with no chunks."""
