@@ -92,7 +92,8 @@ def _jsonable(obj: Any) -> Any:
 
 @app.command()
 def ingest(
-    paths: Annotated[list[Path], typer.Argument(help="Files and folders to index.")],
+    paths: Annotated[list[Path], typer.Argument(help="Files and folders to index.",
+                                                readable=False)],
     prune: Annotated[bool, typer.Option(help="Also drop documents whose files are gone.")] = False,
     fmt: FormatOpt = OutputFormat.text,
 ) -> None:
