@@ -223,41 +223,40 @@ def reindex() -> None:
                   f"in {report.seconds:.1f} s; {report.count('failed')} failed")
 
 
+ModelsOpt = Annotated[str, typer.Option(help="Comma-separated embedding models.")]
+QueriesOpt = Annotated[int, typer.Option(help="Score only the first N queries (0 = all).")]
+
+
 @eval_app.command("beir")
 def eval_beir(
     path: Annotated[Path, typer.Argument(help="A BEIR-format dataset folder.")],
     split: Annotated[str, typer.Option(help="qrels split to score.")] = "test",
-    models: Annotated[str, typer.Option(help="Comma-separated embedding models.")] = "",
-    queries: Annotated[int, typer.Option(help="Score only the first N queries (0 = all).")] = 0,
-    fmt: FormatOpt = OutputFormat.text,
+    models: ModelsOpt = "", queries: QueriesOpt = 0, fmt: FormatOpt = OutputFormat.text,
 ) -> None:
     """nDCG@10, recall@100, MRR@10 and hit@10 for BM25, dense and each fusion."""
-    from citewise.eval.run import run_beir
+    from citewise.eval.datasets import load_beir
 
-    with _errors():
-        settings = Settings()
-        names = [m for m in models.split(",") if m] or [settings.embedding_model]
-        with _progress("evaluating", fmt is OutputFormat.text and sys.stderr.isatty()) as update:
-            rows = run_beir(path, settings, names, split=split, max_queries=queries,
-                            progress=update)
-    _print_eval(rows, fmt)
+    _evaluate(lambda: load_beir(path, split=split), models, queries, fmt)
 
 
 @eval_app.command("xquad")
 def eval_xquad(
     path: Annotated[Path, typer.Argument(help="A SQuAD-format file, e.g. xquad.ru.json.")],
-    models: Annotated[str, typer.Option(help="Comma-separated embedding models.")] = "",
-    queries: Annotated[int, typer.Option(help="Score only the first N queries (0 = all).")] = 0,
-    fmt: FormatOpt = OutputFormat.text,
+    models: ModelsOpt = "", queries: QueriesOpt = 0, fmt: FormatOpt = OutputFormat.text,
 ) -> None:
     """Retrieval over a SQuAD-style file (paragraphs as corpus, questions as queries)."""
     from citewise.eval.datasets import load_squad_retrieval
+
+    _evaluate(lambda: load_squad_retrieval(path), models, queries, fmt)
+
+
+def _evaluate(load: Any, models: str, queries: int, fmt: OutputFormat) -> None:
     from citewise.eval.run import run_dataset
 
     with _errors():
         settings = Settings()
         names = [m for m in models.split(",") if m] or [settings.embedding_model]
-        dataset = load_squad_retrieval(path)
+        dataset = load()
         with _progress("evaluating", fmt is OutputFormat.text and sys.stderr.isatty()) as update:
             rows = run_dataset(dataset, settings, names, max_queries=queries, progress=update)
     _print_eval(rows, fmt)
