@@ -52,11 +52,13 @@ def test_bm25_idf_is_positive_for_common_terms():
 
 def test_fts_syntax_in_query_is_data(tmp_path):
     store = SQLiteStore(tmp_path / "i.sqlite3")
-    doc, chunks, vecs = make_doc("q", ["NEAR AND OR NOT quoted text"])
+    doc, chunks, vecs = make_doc("q", ["NEAR AND OR NOT quoted text start"])
     store.bind_model("m", DIM)
     store.upsert_document(doc, chunks, vecs)
-    for q in ['"unbalanced', "NEAR(a b)", "a AND OR NOT", "col:x*", "^start"]:
-        store.sparse_search(tokenize(q), 5)  # must not raise
+    for q in ['"unbalanced quoted', "NEAR(quoted text)", "quoted AND OR NOT", "col:quoted*",
+              "^start"]:
+        hits = store.sparse_search(tokenize(q), 5)  # operators are searched as words
+        assert [h.chunk_id for h in hits] == ["q-0"], q
 
 
 def test_migrations_are_recorded_and_idempotent(tmp_path):

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from citewise.config import Fusion, SearchMode, Settings
-from citewise.eval.datasets import BeirDataset, load_beir
+from citewise.eval.datasets import BeirDataset
 from citewise.eval.metrics import evaluate
 from citewise.ingest.pipeline import Ingestor
 from citewise.retrieve.embedding import load_embedder
@@ -59,20 +59,13 @@ def _doc_ranking(hits: Sequence[Hit]) -> list[str]:
     return list(seen)
 
 
-def run_beir(
-    path: str | Path, settings: Settings, models: Sequence[str], *, split: str = "test",
-    max_queries: int = 0, progress: Callable[[str, int, int], None] | None = None,
-) -> list[dict[str, Any]]:
-    """Rows ``{"run", "nDCG@10", "recall@100", "MRR@10", "hit@10", "ms_per_query"}``."""
-    return run_dataset(load_beir(path, split=split), settings, models,
-                       max_queries=max_queries, progress=progress)
-
-
 def run_dataset(
     dataset: BeirDataset, settings: Settings, models: Sequence[str], *,
     max_queries: int = 0, progress: Callable[[str, int, int], None] | None = None,
 ) -> list[dict[str, Any]]:
-    """:func:`run_beir` for a dataset already loaded (BEIR or SQuAD-style)."""
+    """Rows ``{"run", "nDCG@10", "recall@100", "MRR@10", "hit@10", "ms_per_query",
+    "queries"}`` for a loaded dataset (``load_beir`` or ``load_squad_retrieval``); the first
+    ``max_queries`` queries by id when given."""
     queries = dict(sorted(dataset.queries.items())[: max_queries or None])
     qrels = {q: dataset.qrels[q] for q in queries}
     folder = settings.home / "eval"
