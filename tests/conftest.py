@@ -11,6 +11,8 @@ from citewise.config import Settings
 from citewise.engine import Engine
 from citewise.retrieve.embedding import Embedder, load_embedder
 
+pytest_plugins = ["tests.llm_fixtures"]
+
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 CASES = SHARED / "cases" / "files"
 DATASETS = SHARED / "datasets"
@@ -30,7 +32,7 @@ def make_engine(tmp_path, embedder):
 
     def make(**overrides) -> Engine:
         home = tmp_path / "home"
-        settings = Settings(home=home, **overrides)
+        settings = Settings(home=home, **{"llm_provider": "none", **overrides})
         engine = Engine(settings)
         if settings.embedding_model == embedder.name:
             engine.__dict__["embedder"] = embedder

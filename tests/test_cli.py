@@ -16,6 +16,7 @@ runner = CliRunner()
 @pytest.fixture
 def env(tmp_path, monkeypatch):
     monkeypatch.setenv("CITEWISE_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("CITEWISE_LLM_PROVIDER", "none")
     monkeypatch.chdir(tmp_path)
     return tmp_path
 
@@ -25,7 +26,7 @@ def run(*args: str):
     return result
 
 
-@pytest.mark.parametrize("command", [[], ["ingest"], ["ask"], ["search"], ["status"],
+@pytest.mark.parametrize("command", [[], ["ingest"], ["ask"], ["chat"], ["search"], ["status"],
                                      ["reindex"], ["eval"], ["eval", "beir"]])
 def test_every_command_has_help(command):
     result = run(*command, "--help")
@@ -122,3 +123,25 @@ def test_fifo_in_a_folder_is_skipped_not_read(env):
     result = run("ingest", str(folder))
     flat = " ".join(result.output.split())
     assert "col/pipe.txt: not a regular file" in flat and "1 added" in flat
+
+
+def test_ask_streams_an_llm_answer_and_extractive_on_request(env, monkeypatch, llm_url):
+    monkeypatch.setenv("CITEWISE_LLM_PROVIDER", "llamacpp")
+    monkeypatch.setenv("CITEWISE_LLM_BASE_URL", llm_url)
+    monkeypatch.setenv("CITEWISE_LLM_MODEL", "qwen2.5-coder-0.5b")
+    assert run("ingest", str(CASES / "c27_injection" / "kettle_warranty.md")).exit_code == 0
+    result = run("ask", "How long is the warranty on the Model K2 kettle?", "--format", "json")
+    answer = json.loads(result.stdout)
+    assert answer["mode"] == "llm" and "24" in answer["text"] and answer["cited"] == [1]
+    assert answer["model"] == "llamacpp:qwen2.5-coder-0.5b" and answer["unsupported"] == []
+    result = run("ask", "How long is the warranty on the Model K2 kettle?", "--extractive")
+    assert result.exit_code == 0
+    assert "24 months" in result.output and "[1]" in result.output and "Sources" in result.output
+
+
+def test_chat_keeps_the_conversation_going(env):
+    run("ingest", str(CASES / "c02_encrypted"))
+    result = runner.invoke(app, ["chat"], input="On which day are salaries paid?\n   \nexit\n")
+    assert result.exit_code == 0
+    assert "25" in result.output and result.output.count("you>") == 3
+    assert "Sources" in result.output

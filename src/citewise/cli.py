@@ -122,37 +122,108 @@ def ingest(
         raise typer.Exit(1)
 
 
-def _print_sources(citations: Any) -> None:
-    if not citations:
+def _print_sources(answer: Any) -> None:
+    if not answer.citations:
         return
     console.print("\n[bold]Sources[/]")
-    for c in citations:
-        console.print(f"  [{c.n}] {escape(c.location)}  [dim](chars {c.char_start}-{c.char_end}, "
-                      f"relevance {c.score:.2f})[/]")
+    cited = set(answer.cited)
+    for c in answer.citations:
+        style = "" if not cited or c.n in cited else "dim"
+        line = (f"  [{c.n}] {escape(c.location)}  [dim](chars {c.char_start}-{c.char_end}, "
+                f"relevance {c.score:.2f})[/]")
+        console.print(f"[{style}]{line}[/]" if style else line)
+
+
+def _print_checks(answer: Any) -> None:
+    if answer.fallback_reason:
+        err_console.print(f"[yellow]note:[/] extractive answer; the LLM failed: "
+                          f"{escape(answer.fallback_reason)}")
+    for s in answer.unsupported:
+        why = "no citation" if not s.citations else f"support {s.support:.2f}"
+        err_console.print(f"[yellow]unsupported ({why}):[/] {escape(s.text)}")
+
+
+def _stream_answer(events: Any, live: bool) -> Any:
+    """Print tokens as they come (when ``live``); return the final Answer."""
+    from citewise.types import DoneEvent, StatusEvent, TokenEvent
+
+    answer, wrote = None, False
+    for event in events:
+        if isinstance(event, DoneEvent):
+            answer = event.answer
+        elif live and isinstance(event, TokenEvent):
+            console.out(event.content, end="", highlight=False)
+            wrote = True
+        elif live and isinstance(event, StatusEvent) and event.stage == "fallback":
+            if wrote:
+                console.out("")
+                wrote = False
+            err_console.print(f"[yellow]{escape(event.message)}[/]")
+    assert answer is not None
+    if live:
+        if not wrote:  # nothing streamed (not found, no documents)
+            console.out(answer.text, end="", highlight=False)
+        console.out("")
+    return answer
+
+
+ExtractiveOpt = Annotated[bool, typer.Option(
+    "--extractive", help="Quote evidence sentences instead of asking the LLM.")]
 
 
 @app.command()
 def ask(
     question: Annotated[str, typer.Argument(help="The question.")],
-    extractive: Annotated[bool, typer.Option(help="Quote evidence sentences (no LLM).")] = True,
+    extractive: ExtractiveOpt = False,
     top_k: TopKOpt = None,
     fmt: FormatOpt = OutputFormat.text,
 ) -> None:
-    """Answer a question with numbered citations and the sources below it."""
-    from citewise.types import DoneEvent
-
+    """Answer a question with numbered citations and the sources below it (streamed)."""
     with _errors():
         engine = _engine()
-        answer = None
-        for event in engine.ask_stream(question, top_k=top_k):
-            if isinstance(event, DoneEvent):
-                answer = event.answer
-    assert answer is not None
+        events = engine.ask_stream(question, top_k=top_k, extractive=extractive)
+        answer = _stream_answer(events, live=fmt is OutputFormat.text)
     if fmt is OutputFormat.json:
-        print(json.dumps(_jsonable(answer), ensure_ascii=False))
+        out = _jsonable(answer)
+        out["unsupported"] = [s["text"] for s in out["support"] if not s["supported"]]
+        print(json.dumps(out, ensure_ascii=False))
         return
-    console.print(escape(answer.text))
-    _print_sources(answer.citations)
+    _print_sources(answer)
+    _print_checks(answer)
+
+
+@app.command()
+def chat(
+    extractive: ExtractiveOpt = False,
+    top_k: TopKOpt = None,
+) -> None:
+    """A conversation in the terminal: earlier turns go with each question. Ctrl-D or
+    "exit" ends it."""
+    history: list[tuple[str, str]] = []
+    with _errors():
+        engine = _engine()
+        while True:
+            try:
+                question = console.input("[bold cyan]you>[/] ")
+            except (EOFError, KeyboardInterrupt):
+                console.out("")
+                return
+            if question.strip().lower() in {"exit", "quit", ":q"}:
+                return
+            if not question.strip():
+                continue
+            try:
+                events = engine.ask_stream(question, top_k=top_k, extractive=extractive,
+                                           history=history)
+                console.print("[bold green]citewise>[/] ", end="")
+                answer = _stream_answer(events, live=True)
+            except CitewiseError as err:  # a bad question does not end the conversation
+                err_console.print(f"[bold red]error:[/] {escape(str(err))}")
+                continue
+            _print_sources(answer)
+            _print_checks(answer)
+            if answer.found:
+                history.append((question, answer.text))
 
 
 @app.command()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from citewise.errors import ConfigError
 
-from pydantic import Field, field_validator
+from pydantic import SecretStr, Field, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -111,6 +111,43 @@ class Settings(BaseSettings):
 
     # --- answer -------------------------------------------------------------------------
     answer_sentences: int = Field(3, ge=1, le=10, description="Sentences in an extractive answer.")
+
+    # --- LLM (see citewise.answer.providers) --------------------------------------------
+    llm_provider: str = Field(
+        "local",
+        description="'local' (bundled model, in-process), 'none' (extractive answers only), or "
+        "an OpenAI-compatible preset: openai, ollama, groq, openrouter, gemini, vllm, llamacpp, "
+        "openai-compatible (needs llm_base_url).",
+    )
+    llm_base_url: str = Field("", description="Chat endpoint base URL; empty = the preset's.")
+    llm_model: str = Field(
+        "", description="Model name; for 'local', a bundled model name or a .gguf path."
+    )
+    llm_api_key: SecretStr | None = Field(
+        None, description="API key; empty = the preset's variable (e.g. OPENAI_API_KEY)."
+    )
+    llm_timeout: float = Field(
+        60.0, gt=0, description="Seconds to wait for the provider's next byte."
+    )
+    llm_max_tokens: int = Field(400, ge=16, le=8192, description="Longest answer, in tokens.")
+    llm_temperature: float = Field(0.0, ge=0.0, le=2.0)
+    llm_threads: int = Field(
+        2, ge=1, description="CPU threads of the local model (use 1 on a busy machine)."
+    )
+    llm_context: int = Field(
+        4096, ge=1024, description="Context window of the local model, in tokens."
+    )
+    context_tokens: int = Field(
+        1200, ge=200,
+        description="Budget for the numbered evidence in the prompt, in tokens of the embedding "
+        "model's tokenizer (about 4 characters each), shared equally by the passages.",
+    )
+    history_turns: int = Field(10, ge=0, description="Earlier turns sent with a question.")
+    support_threshold: float = Field(
+        0.5, ge=0.0, le=1.0,
+        description="An answer sentence whose support by its cited evidence (0..1) is below this "
+        "is flagged as unsupported.",
+    )
 
     @classmethod
     def settings_customise_sources(

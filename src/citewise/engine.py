@@ -5,6 +5,8 @@ The CLI and (later) the HTTP API call this and nothing deeper. Models load lazil
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from functools import cached_property
@@ -13,8 +15,10 @@ from typing import Any
 
 from citewise.answer.answerer import NO_DOCUMENTS, NOT_FOUND, to_evidence
 from citewise.answer.extractive import ExtractiveAnswerer, idf_table
+from citewise.answer.llm import LLMAnswerer
+from citewise.answer.providers import ChatProvider, open_provider
 from citewise.config import SearchMode, Settings
-from citewise.errors import EmbeddingMismatchError
+from citewise.errors import CitewiseError, EmbeddingMismatchError
 from citewise.ingest.pipeline import IngestReport, Ingestor, ProgressFn
 from citewise.retrieve.analysis import tokenize
 from citewise.retrieve.embedding import Embedder, load_embedder
@@ -24,12 +28,16 @@ from citewise.store.factory import open_store
 from citewise.store.sqlite import SQLiteStore
 from citewise.types import Answer, DoneEvent, Event, StatusEvent
 
+log = logging.getLogger(__name__)
+
 
 class Engine:
     """One collection with its models. Safe to share between threads for queries."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
+        self._provider: ChatProvider | None = None
+        self._provider_lock = threading.Lock()
 
     @cached_property
     def store(self) -> SQLiteStore:
@@ -81,8 +89,24 @@ class Engine:
         return self.retriever.search(query, mode=mode, top_k=top_k, per_file=per_file,
                                      min_score=min_score)
 
-    def ask_stream(self, question: str, *, top_k: int | None = None) -> Iterator[Event]:
-        """Status events, answer tokens, then one DoneEvent (see DESIGN.md, Events)."""
+    def provider(self) -> ChatProvider | None:
+        """The configured LLM provider, opened on first use (None for ``none``).
+
+        Raises ConfigError, ModelError or ProviderError when it cannot be opened.
+        """
+        with self._provider_lock:
+            if self._provider is None and self.settings.llm_provider.strip().lower() != "none":
+                self._provider = open_provider(self.settings)
+            return self._provider
+
+    def ask_stream(self, question: str, *, top_k: int | None = None, extractive: bool = False,
+                   history: Sequence[tuple[str, str]] = ()) -> Iterator[Event]:
+        """Status events, answer tokens, then one DoneEvent (see DESIGN.md, Events).
+
+        The LLM is used unless ``extractive`` or the provider is ``none``; no LLM call is made
+        when retrieval finds no evidence above ``min_score``. ``history`` is the earlier
+        (question, answer) turns, oldest first.
+        """
         question = clean_query(question, self.settings.max_query_chars)
         if self.store.info().chunks == 0:
             yield DoneEvent(Answer(question, self._not_found(NO_DOCUMENTS), (), False, "none"))
@@ -94,19 +118,44 @@ class Engine:
                                    metrics=result.timings_ms))
             return
         evidence = to_evidence(result.hits)
-        n, df = self.store.term_document_frequencies(list(dict.fromkeys(tokenize(question))))
-        answerer = ExtractiveAnswerer(self.embedder, self.settings.answer_sentences)
-        local = {
-            doc_id: self.retriever.document_term_weights(doc_id, question)
-            for doc_id in dict.fromkeys(ev.citation.document_id for ev in evidence)
-        }
-        for event in answerer.stream(question, evidence, idf=idf_table(n, df), document_idf=local):
+
+        def extractive_events() -> Iterator[Event]:
+            n, df = self.store.term_document_frequencies(list(dict.fromkeys(tokenize(question))))
+            local = {
+                doc_id: self.retriever.document_term_weights(doc_id, question)
+                for doc_id in dict.fromkeys(ev.citation.document_id for ev in evidence)
+            }
+            answerer = ExtractiveAnswerer(self.embedder, self.settings.answer_sentences)
+            yield from answerer.stream(question, evidence, idf=idf_table(n, df),
+                                       document_idf=local)
+
+        events: Iterator[Event] = extractive_events()
+        if not extractive and self.settings.llm_provider.strip().lower() != "none":
+            try:
+                provider = self.provider()
+            except CitewiseError as err:
+                log.warning("LLM provider unavailable, answering extractively: %s", err)
+                yield StatusEvent(f"{err}; answering with evidence sentences instead",
+                                  stage="fallback")
+                events = _mark_fallback(extractive_events(), str(err))
+            else:
+                if provider is not None:
+                    s = self.settings
+                    events = LLMAnswerer(
+                        provider, extractive_events, count_tokens=self.embedder.count_tokens,
+                        context_tokens=s.context_tokens, max_tokens=s.llm_max_tokens,
+                        temperature=s.llm_temperature, support_threshold=s.support_threshold,
+                    ).stream(question, evidence, history[-s.history_turns:] if s.history_turns
+                             else ())
+        for event in events:
             if isinstance(event, DoneEvent):
                 event = DoneEvent(_with_metrics(event.answer, result.timings_ms))
             yield event
 
-    def ask(self, question: str, *, top_k: int | None = None) -> Answer:
-        for event in self.ask_stream(question, top_k=top_k):
+    def ask(self, question: str, *, top_k: int | None = None, extractive: bool = False,
+            history: Sequence[tuple[str, str]] = ()) -> Answer:
+        for event in self.ask_stream(question, top_k=top_k, extractive=extractive,
+                                     history=history):
             if isinstance(event, DoneEvent):
                 return event.answer
         raise AssertionError("ask_stream ended without a DoneEvent")  # pragma: no cover
@@ -135,6 +184,13 @@ class Engine:
             "index_bytes": info.index_bytes,
             "index_path": info.location,
         }
+
+
+def _mark_fallback(events: Iterator[Event], reason: str) -> Iterator[Event]:
+    for event in events:
+        if isinstance(event, DoneEvent):
+            event = DoneEvent(replace(event.answer, fallback_reason=reason))
+        yield event
 
 
 def _with_metrics(answer: Answer, timings: dict[str, float]) -> Answer:

@@ -15,7 +15,10 @@ later the HTTP API) translate them into exit codes or statuses::
     │   └── EncodingError           the text encoding could not be detected
     ├── IndexError_                 the index on disk is unusable as configured
     │   └── EmbeddingMismatchError  the index was built with another embedding model
-    ├── ModelError                  a model cannot be loaded (missing extra, bad path)
+    ├── ModelError                  a model cannot be loaded (missing extra, bad path,
+    │                               a bundled file that fails its checksum)
+    ├── ProviderError               the LLM provider failed (unreachable, timeout, HTTP error,
+    │                               empty output); answers fall back to extractive
     └── QueryError                  the question is empty or unusable
 """
 
@@ -90,6 +93,10 @@ class EmbeddingMismatchError(IndexError_):
 
 class ModelError(CitewiseError):
     """A model cannot be loaded; the message says which setting or extra to fix."""
+
+
+class ProviderError(CitewiseError):
+    """The LLM provider failed; the message names the provider and URL, never the API key."""
 
 
 class QueryError(CitewiseError):

@@ -179,9 +179,29 @@ class Evidence:
 
 
 @dataclass(frozen=True)
+class SentenceSupport:
+    """How well one answer sentence is supported by the passages it cites.
+
+    ``support`` in [0, 1], higher is better (see :mod:`citewise.answer.grounding`);
+    ``citations`` are the passage numbers the sentence cites (empty: uncited).
+    """
+
+    text: str
+    citations: tuple[int, ...]
+    support: float
+    supported: bool
+
+
+@dataclass(frozen=True)
 class Answer:
     """A finished answer. ``found`` is False when the documents do not contain the answer,
-    in which case ``citations`` is empty."""
+    in which case ``citations`` is empty.
+
+    ``citations`` are the numbered sources given to the answerer (``[n]`` in ``text`` refers to
+    ``citations[n - 1]``); ``cited`` the numbers the text actually uses. ``mode`` says who wrote
+    it; ``fallback_reason`` is set when an LLM was configured but the extractive answer was
+    given instead. ``support`` holds the per-sentence grounding check of an LLM answer.
+    """
 
     question: str
     text: str
@@ -189,6 +209,15 @@ class Answer:
     found: bool
     mode: Literal["extractive", "llm", "none"]
     metrics: dict[str, float] = field(default_factory=dict)
+    cited: tuple[int, ...] = ()
+    support: tuple[SentenceSupport, ...] = ()
+    model: str | None = None
+    fallback_reason: str | None = None
+
+    @property
+    def unsupported(self) -> tuple[SentenceSupport, ...]:
+        """Sentences of the answer that their citations do not support."""
+        return tuple(s for s in self.support if not s.supported)
 
 
 # --- events (rendered by the CLI now, by SSE and the UI later) --------------------------------

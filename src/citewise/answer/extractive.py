@@ -135,9 +135,10 @@ class ExtractiveAnswerer:
             seen.add(key)
             chosen.append((score, rank, s))
         text = " ".join(_quote(s, evidence[rank]) for _, rank, s in chosen)
+        cited = tuple(dict.fromkeys(evidence[rank].citation.n for _, rank, _ in chosen))
         return Answer(
             question, text, tuple(ev.citation for ev in evidence), found=True, mode="extractive",
-            metrics={"answer_ms": (time.perf_counter() - t0) * 1000},
+            metrics={"answer_ms": (time.perf_counter() - t0) * 1000}, cited=cited,
         )
 
     def stream(
@@ -146,8 +147,8 @@ class ExtractiveAnswerer:
     ) -> Iterator[Event]:
         yield StatusEvent("selecting evidence sentences", stage="answer")
         answer = self.answer(question, evidence, idf, document_idf)
-        for word in answer.text.split(" "):
-            yield TokenEvent(word + " ")
+        for i, word in enumerate(answer.text.split(" ")):  # the tokens join to answer.text
+            yield TokenEvent(word if i == 0 else " " + word)
         yield DoneEvent(answer)
 
 

@@ -1,0 +1,125 @@
+"""Grounded answers written by an LLM, streamed token by token, checked, with a fallback.
+
+:class:`LLMAnswerer` builds the prompt (:mod:`citewise.answer.prompts`), streams the provider's
+tokens through the :class:`~citewise.answer.grounding.CitationFilter` (invalid citations out)
+and the :class:`~citewise.answer.grounding.Attributor` (a verified citation for a sentence the
+model left uncited), and scores each sentence
+against its cited passages (:func:`~citewise.answer.grounding.check_support`). When the provider
+fails at any point (unreachable, timeout, HTTP error, empty output), it logs the reason and
+streams the extractive answer instead, marked with ``fallback_reason``; the user never sees a
+stack trace. Metrics: ``llm_first_token_ms`` (request to first token), ``llm_ms`` (whole
+generation), ``llm_tokens`` (pieces streamed) and ``llm_tokens_per_s`` (after the first one).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
+
+from citewise.answer.answerer import NOT_FOUND
+from citewise.answer.grounding import Attributor, CitationFilter, check_support
+from citewise.answer.prompts import build_messages
+from citewise.answer.providers import ChatProvider
+from citewise.errors import ProviderError
+from citewise.types import Answer, DoneEvent, Event, Evidence, StatusEvent, TokenEvent
+
+log = logging.getLogger(__name__)
+
+Fallback = Callable[[], Iterator[Event]]
+
+
+def _says_not_found(text: str) -> bool:
+    core = NOT_FOUND.casefold().rstrip(".")
+    return core in " ".join(text.casefold().split())
+
+
+class LLMAnswerer:
+    """Answers with ``provider``; ``fallback()`` yields the extractive answer's events.
+
+    ``count_tokens`` measures the evidence against ``context_tokens`` (the embedding model's
+    tokenizer: chunks were sized with it).
+    """
+
+    def __init__(self, provider: ChatProvider, fallback: Fallback, *,
+                 count_tokens: Callable[[str], int], context_tokens: int = 2400,
+                 max_tokens: int = 400, temperature: float = 0.0,
+                 support_threshold: float = 0.5, max_sentences: int = 4) -> None:
+        self.provider = provider
+        self.fallback = fallback
+        self.count_tokens = count_tokens
+        self.context_tokens = context_tokens
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+        self.support_threshold = support_threshold
+        self.max_sentences = max_sentences
+
+    def stream(self, question: str, evidence: Sequence[Evidence],
+               history: Sequence[tuple[str, str]] = ()) -> Iterator[Event]:
+        """Status and token events, then one DoneEvent (see DESIGN.md, Events)."""
+        messages = build_messages(
+            question, evidence, history, budget_tokens=self.context_tokens,
+            count_tokens=self.count_tokens, max_sentences=self.max_sentences,
+        )
+        given = list(evidence)
+        yield StatusEvent(f"writing the answer with {self.provider.name} ({self.provider.model})",
+                          stage="generate")
+        citations = CitationFilter(ev.citation.n for ev in given)
+        attributor = Attributor(given, self.support_threshold, skip=_says_not_found)
+        pieces: list[str] = []
+        t0 = time.perf_counter()
+        first: float | None = None
+        count = 0
+        try:
+            for piece in self.provider.stream(messages, max_tokens=self.max_tokens,
+                                              temperature=self.temperature):
+                count += 1
+                if first is None:
+                    first = time.perf_counter()
+                shown = attributor.feed(citations.feed(piece if pieces else piece.lstrip()))
+                if shown:
+                    pieces.append(shown)
+                    yield TokenEvent(shown)
+            tail = attributor.feed(citations.flush()).rstrip()
+            tail += attributor.flush()
+            if tail:
+                pieces.append(tail)
+                yield TokenEvent(tail)
+            if not "".join(pieces).strip():
+                raise ProviderError(f"{self.provider.name}: the answer was empty after removing "
+                                    "invalid citations")
+        except ProviderError as err:
+            yield from self._fall_back(str(err))
+            return
+        t1 = time.perf_counter()
+        text = "".join(pieces)
+        found = not _says_not_found(text)
+        cited = list(dict.fromkeys([*citations.cited, *attributor.added]))
+        support = check_support(text, given, self.support_threshold) if found else ()
+        metrics = {
+            "llm_ms": (t1 - t0) * 1000,
+            "llm_first_token_ms": ((first or t1) - t0) * 1000,
+            "llm_tokens": float(count),
+            "llm_tokens_per_s": (count - 1) / (t1 - first) if first and t1 > first else 0.0,
+            "citations_added": float(len(attributor.added)),
+            "citations_removed": float(len(citations.removed)),
+        }
+        if citations.removed:
+            log.info("removed citations to missing passages: %s", ", ".join(citations.removed))
+        yield DoneEvent(Answer(
+            question, text, tuple(ev.citation for ev in given) if found else (), found, "llm",
+            metrics=metrics, cited=tuple(cited) if found else (), support=support,
+            model=f"{self.provider.name}:{self.provider.model}",
+        ))
+
+    def _fall_back(self, reason: str) -> Iterator[Event]:
+        log.warning("LLM answer failed, answering extractively: %s", reason)
+        yield StatusEvent(f"{reason}; answering with evidence sentences instead", stage="fallback")
+        for event in self.fallback():
+            if isinstance(event, DoneEvent):
+                event = DoneEvent(replace(event.answer, fallback_reason=reason))
+            yield event
+
+
+__all__ = ["LLMAnswerer"]

