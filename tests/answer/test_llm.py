@@ -226,3 +226,36 @@ def test_extractive_on_request_streams_exactly_the_answer(make_engine, tmp_path,
     assert broken_server.requests == 0
     assert answer.mode == "extractive" and answer.fallback_reason is None
     assert tokens == answer.text and answer.cited == (1,)
+
+
+# --- CUAD contracts with gold spans (LegalBench-RAG) -----------------------------------------
+
+def _gold(query_id: str) -> dict:
+    from tests.conftest import DATASETS
+
+    tests = json.loads((DATASETS / "legalbench_rag_sample" / "cuad_spans.mini.dev.json")
+                       .read_text(encoding="utf-8"))["tests"]
+    return next(t for t in tests if t["query_id"] == query_id)
+
+
+@pytest.fixture
+def cuad_engine(make_engine, llm_settings):
+    from tests.conftest import DATASETS
+
+    engine = make_engine(**llm_settings)
+    names = {s["file_path"].split("/", 1)[1] for q in ("cuad-0010", "cuad-0072")
+             for s in _gold(q)["snippets"]}
+    report = engine.ingest([DATASETS / "cuad" / "full_contract_txt" / n for n in sorted(names)])
+    assert report.count("added") == 2
+    return engine
+
+
+@pytest.mark.parametrize("query_id", ["cuad-0010", "cuad-0016", "cuad-0072"])
+def test_cuad_answers_cite_the_chunk_holding_the_gold_span(cuad_engine, query_id: str) -> None:
+    gold = _gold(query_id)
+    _, tokens, answer = _run(cuad_engine, gold["query"])
+    assert answer.mode == "llm" and answer.found and tokens == answer.text
+    cited = [c for c in answer.citations if c.n in answer.cited]
+    spans = [(s["file_path"].split("/", 1)[1], *s["span"]) for s in gold["snippets"]]
+    assert any(Path(c.path).name == name and c.char_start < end and start < c.char_end
+               for c in cited for name, start, end in spans), (answer.text, cited)
