@@ -122,3 +122,17 @@ def test_fifo_in_a_folder_is_skipped_not_read(env):
     result = run("ingest", str(folder))
     flat = " ".join(result.output.split())
     assert "col/pipe.txt: not a regular file" in flat and "1 added" in flat
+
+
+def test_code_is_cited_by_path_lines_and_symbol(env):
+    result = run("ingest", str(CASES / "c41_code"))
+    assert result.exit_code == 0 and "6 added" in result.output
+
+    result = run("search", "ring area inner radius", "--mode", "sparse", "--format", "json",
+                 "--top-k", "1")
+    hit = json.loads(result.stdout)["hits"][0]
+    assert (hit["path"], hit["line_start"], hit["line_end"], hit["symbol"]) == (
+        "c41_code/geometry.cc", 4, 8, "ring_area")
+
+    result = run("ask", "What does ring_area return if the inner radius is not smaller?")
+    assert "c41_code/geometry.cc:4-8, ring_area" in result.output
