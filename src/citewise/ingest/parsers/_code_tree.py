@@ -6,7 +6,7 @@ that together cover every non-blank line of the file, in order:
 - one span per class, function or method, from the first comment line directly above it
   (no blank line between; decorators, annotations and attributes are part of the node) to its
   last line; a comment that shares its line with code above stays with that code;
-- classes (and structs, records, impl-like bodies) are split into one span per member
+- classes (and structs and records) are split into one span per member
   function or nested class, symbol ``Class.method`` (nested: ``Outer.Inner.method``); the class
   header with its docstring and fields, and code between members, are spans named ``Class``;
   interfaces, enums and type aliases stay whole unless longer than ``max_lines``;
@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-__all__ = ["LANGUAGES", "Span", "language_for", "symbol_spans"]
+__all__ = ["LANGUAGES", "Span", "gap_style", "language_for", "symbol_spans"]
 
 Span = tuple[int, int, "str | None"]
 GapFn = Callable[[int, int], list[Span]]
@@ -141,12 +141,19 @@ def gap_style(language: str) -> str:
 
 
 @lru_cache(maxsize=None)
-def _parser(language: str):  # type: ignore[no-untyped-def]
-    from tree_sitter import Language, Parser
+def _language(language: str):  # type: ignore[no-untyped-def]
+    from tree_sitter import Language
 
     grammar = LANGUAGES[language]
     module = importlib.import_module(grammar.module)
-    return Parser(Language(getattr(module, grammar.function)()))
+    return Language(getattr(module, grammar.function)())
+
+
+def _parser(language: str):  # type: ignore[no-untyped-def]
+    """A new parser per file: tree-sitter parsers are not safe to share between threads."""
+    from tree_sitter import Parser
+
+    return Parser(_language(language))
 
 
 def symbol_spans(language: str, text: str, gaps: GapFn, max_lines: int) -> list[Span] | None:
