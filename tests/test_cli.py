@@ -145,3 +145,17 @@ def test_chat_keeps_the_conversation_going(env):
     assert result.exit_code == 0
     assert "25" in result.output and result.output.count("you>") == 3
     assert "Sources" in result.output
+
+
+def test_code_is_cited_by_path_lines_and_symbol(env):
+    result = run("ingest", str(CASES / "c41_code"))
+    assert result.exit_code == 0 and "6 added" in result.output
+
+    result = run("search", "ring area inner radius", "--mode", "sparse", "--format", "json",
+                 "--top-k", "1")
+    hit = json.loads(result.stdout)["hits"][0]
+    assert (hit["path"], hit["line_start"], hit["line_end"], hit["symbol"]) == (
+        "c41_code/geometry.cc", 4, 8, "ring_area")
+
+    result = run("ask", "What does ring_area return if the inner radius is not smaller?")
+    assert "c41_code/geometry.cc:4-8, ring_area" in result.output

@@ -19,6 +19,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from citewise.answer.answerer import to_evidence
 from citewise.config import SearchMode, Settings
 from citewise.errors import CitewiseError
 
@@ -241,7 +242,7 @@ def search(
         hits = [
             {"rank": i, "chunk_id": h.chunk_id, "path": h.document.path, "page": h.chunk.page,
              "line_start": h.chunk.line_start, "line_end": h.chunk.line_end,
-             "section": list(h.chunk.section), "source": h.source, "dense": h.dense,
+             "section": list(h.chunk.section), "symbol": h.chunk.symbol, "source": h.source, "dense": h.dense,
              "bm25": h.sparse, "fused": h.fused, "rerank": h.rerank, "relevance": h.relevance,
              "score": h.score, "text": h.chunk.text}
             for i, h in enumerate(result.hits, start=1)
@@ -256,10 +257,13 @@ def search(
     for col in ("#", "location", "dense", "BM25", "fused", "rerank", "rel.", "text"):
         table.add_column(col, overflow="fold")
     fmt_score = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
-    for i, h in enumerate(result.hits, start=1):
-        loc = (h.document.path + (f" p.{h.chunk.page}" if h.chunk.page else
-               f" l.{h.chunk.line_start}-{h.chunk.line_end}" if h.chunk.line_start else "")
-               + (f"\n{' > '.join(h.chunk.section)}" if h.chunk.section else ""))
+    for i, (h, ev) in enumerate(zip(result.hits, to_evidence(result.hits), strict=True), start=1):
+        if h.document.format == "code":
+            loc = ev.citation.location  # path:start-end, symbol
+        else:
+            loc = (h.document.path + (f" p.{h.chunk.page}" if h.chunk.page else
+                   f" l.{h.chunk.line_start}-{h.chunk.line_end}" if h.chunk.line_start else "")
+                   + (f"\n{' > '.join(h.chunk.section)}" if h.chunk.section else ""))
         snippet = " ".join(h.chunk.text.split())[:220]
         table.add_row(str(i), escape(loc), fmt_score(h.dense), fmt_score(h.sparse),
                       fmt_score(h.fused), fmt_score(h.rerank), fmt_score(h.relevance),

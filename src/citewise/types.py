@@ -134,7 +134,11 @@ class Hit:
 
 @dataclass(frozen=True)
 class Citation:
-    """Where a statement comes from: number ``n`` as printed in the answer text ``[n]``."""
+    """Where a statement comes from: number ``n`` as printed in the answer text ``[n]``.
+
+    ``format`` is the cited document's :attr:`Document.format` (``"code"`` for source files);
+    ``symbol`` the class or function a code chunk holds (``Class.method``), if one.
+    """
 
     n: int
     chunk_id: str
@@ -149,10 +153,16 @@ class Citation:
     char_end: int
     score: float
     symbol: str | None = None
+    format: str = ""
 
     @property
     def location(self) -> str:
-        """``path``, then ``p. N`` or ``lines A-B``, then the section path, for display."""
+        """For display: ``path``, then ``p. N`` or ``lines A-B``, the symbol and the section
+        path, joined by ", "; source code reads ``path:A-B, symbol`` (as editors and
+        compilers print locations)."""
+        if self.format == "code" and self.line_start is not None:
+            head = f"{self.path}:{self.line_start}-{self.line_end or self.line_start}"
+            return ", ".join(p for p in (head, self.symbol, " > ".join(self.section)) if p)
         parts = [self.path]
         if self.page is not None:
             parts.append(f"p. {self.page}")

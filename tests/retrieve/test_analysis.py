@@ -8,6 +8,19 @@ def test_identifiers_match_their_words():
     assert tokenize("parse_invoice_total") [:3] == tokenize("parse invoice total")
 
 
+def test_identifier_tokens_are_parts_then_compound_components_then_the_whole():
+    assert tokenize("invalidateMetadataRuntime") == [
+        "invalid", "metadata", "runtim", "invalidatemetadataruntim"]
+    assert tokenize("HTTPServerError") == ["http", "server", "error", "httpservererror"]
+    # a dotted path keeps each compound component whole, so the bare name matches it
+    assert tokenize("cache.invalidateMetadataRuntime()") == [
+        "cach", "invalid", "metadata", "runtim", "invalidatemetadataruntim",
+        "cache_invalidatemetadataruntim"]
+    assert tokenize("os.path.join") == ["os", "path", "join", "os_path_join"]
+    assert tokenize("MetadataCache.Stats") == [
+        "metadata", "cach", "stat", "metadatacach", "metadatacache_stat"]
+
+
 def test_any_script_keeps_its_tokens():
     assert tokenize("Кітапхананың жұмыс уақыты") != []
     assert "ثلاثين" in tokenize("خلال ثلاثين يومًا")

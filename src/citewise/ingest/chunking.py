@@ -297,8 +297,10 @@ def chunk_document(
 
 
 def embedding_text(title: str, chunk: Chunk, max_prefix_chars: int = 160) -> str:
-    """What is embedded for a chunk: its title and section path (clipped), then its text."""
-    context = " > ".join(p for p in (title, *chunk.section) if p)
+    """What is embedded (and BM25-indexed) for a chunk: its title, section path and code
+    symbol (``Class.method``, so a method is found by its class's name), clipped to
+    ``max_prefix_chars``, then its text."""
+    context = " > ".join(p for p in (title, *chunk.section, chunk.symbol) if p)
     if len(context) > max_prefix_chars:
         context = context[: max_prefix_chars - 1] + "…"
     return f"{context}\n{chunk.text}" if context and not chunk.text.startswith(context) else chunk.text

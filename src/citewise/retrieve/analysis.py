@@ -6,8 +6,10 @@ Steps, in order:
 2. Tokenisation into runs of letters, digits, combining marks and ``_`` in any script
    (``regex`` classes ``\\p{L}\\p{N}\\p{M}``), so Cyrillic, Kazakh, Arabic or Devanagari words stay
    whole. Han characters are segmented into words with ``jieba``.
-3. Identifiers: ``camelCase``, ``snake_case`` and ``dotted.paths`` yield their parts *and* the
-   whole identifier, so ``invalidateMetadataRuntime`` and "invalidate metadata runtime" meet.
+3. Identifiers: ``camelCase``, ``PascalCase``, ``snake_case`` and ``dotted.paths`` yield their
+   parts, then each compound component of a dotted path whole, then the whole identifier
+   (dots as ``_``), so ``invalidateMetadataRuntime``, "invalidate metadata runtime" and
+   ``cache.invalidateMetadataRuntime()`` all meet.
 4. Stop words: Lucene's 33 English stop words are dropped (as Anserini's BEIR baselines do).
 5. Stemming: Snowball English for Latin-script words, Snowball Russian for Cyrillic words
    (``PyStemmer``); other scripts are kept as they are.
@@ -59,12 +61,18 @@ def normalize(text: str) -> str:
 
 
 def _identifier_parts(raw: str) -> list[str]:
-    """Parts of ``fooBar_baz.qux`` -> [foo, bar, baz, qux]; [] for a plain word."""
-    pieces = regex.split(r"[._'’]+", raw)
+    """The words an identifier adds before itself: ``fooBar_baz.quxQuux`` ->
+    [foo, bar, baz, qux, quux, fooBar_baz, quxQuux]; [] for a plain word."""
+    components = [c for c in regex.split(r"[.'’]+", raw) if c]
     parts: list[str] = []
-    for piece in pieces:
-        parts.extend(_CAMEL.findall(piece) or ([piece] if piece else []))
-    return parts if len(parts) > 1 else []
+    compounds: list[str] = []
+    for component in components:
+        pieces = [p for piece in component.split("_") for p in (_CAMEL.findall(piece) or
+                                                                ([piece] if piece else []))]
+        parts.extend(pieces)
+        if len(pieces) > 1 and len(components) > 1:
+            compounds.append(component)
+    return parts + compounds if len(parts) > 1 else []
 
 
 def _han_words(run: str) -> list[str]:

@@ -2,18 +2,26 @@
 
 The document text is the decoded file itself and every block is a CODE block with
 ``line_start``/``line_end`` and, where known, ``symbol``, so a citation reads
-"geometry.cc, lines 4-8, ring_area". Nothing is dropped; blocks cover the file's non-blank
-lines (comments directly above a definition belong to it).
+"geometry.cc:4-8, ring_area". Nothing is dropped; blocks cover the file's non-blank lines
+(comments directly above a definition belong to it).
 
-- Python: the ``ast`` module; one block per top-level function and class (a class longer than
-  :data:`MAX_BLOCK_LINES` is split into its header and one block per method, symbol
-  ``Class.method``); decorators and docstrings included; module-level code between
-  definitions forms unnamed blocks. A file ``ast`` cannot parse falls back to the generic split.
-- Brace languages (C, C++, C#, Java, JS/TS, Go, Rust, Kotlin, Swift, Scala, PHP, shell ...):
-  a scanner that skips strings and comments finds the top-level ``{...}`` bodies; each is a
-  block named from its header (``class X``, ``fn f``, ``double ring_area(...)``); a large
-  class/namespace/impl body is split one level down. Top-level statements between bodies are
-  grouped by blank lines, a lone prototype keeps its function's name.
+- Python, JavaScript, TypeScript/TSX, Java, C#, Go, C and C++: the tree-sitter grammar of the
+  language (see :mod:`._code_tree`): one block per class, function and method (symbol
+  ``Class.method``), with the comments above it, its decorators/annotations, signature and
+  docstring; class headers and fields are blocks named after the class; a block longer than
+  :data:`MAX_BLOCK_LINES` is cut between statements; module-level code between definitions
+  forms unnamed blocks (grouped by blank lines; in C and C++ a lone prototype keeps its
+  function's name). A file whose tree has a syntax error where definitions are read falls
+  back to the splitters below (for Python the ``ast`` one).
+- Python without tree-sitter (the fallback): the ``ast`` module; one block per top-level
+  function and class (a class longer than :data:`MAX_BLOCK_LINES` is split into its header and
+  one block per method); a file ``ast`` cannot parse falls back to the generic split.
+- Other brace languages (Rust, Kotlin, Swift, Scala, PHP, shell ...), and the fallback for the
+  languages above: a scanner that skips strings and comments finds the top-level ``{...}``
+  bodies; each is a block named from its header (``class X``, ``fn f``,
+  ``double ring_area(...)``); a large class/namespace/impl body is split one level down.
+  Top-level statements between bodies are grouped by blank lines, a lone prototype keeps its
+  function's name.
 - Makefiles: one block per rule, named after its targets.
 - Anything else (XML build files, YAML, SQL, Dockerfiles ...): groups of lines separated by
   blank lines.
@@ -31,6 +39,7 @@ from bisect import bisect_right
 from pathlib import Path
 
 from citewise.errors import EmptyDocumentError
+from citewise.ingest.parsers import _code_tree
 from citewise.ingest.parsers.base import register
 from citewise.ingest.parsers.text import decode_text, is_blank, line_starts
 from citewise.types import Block, BlockKind, ParsedDocument
@@ -88,10 +97,13 @@ def _sniff(data: bytes) -> bool:
 
 
 @register("code", suffixes=SUFFIXES + NAMES, sniff=_sniff)
-def parse(path: Path, data: bytes) -> ParsedDocument:
+def parse(path: Path, data: bytes, *, tree_sitter: bool = True) -> ParsedDocument:
     """Parse a source or build file into CODE blocks (see the module docstring).
 
-    Raises EmptyDocumentError, EncodingError, UnsupportedFormatError (binary content).
+    ``tree_sitter=False`` uses only the line-based splitters (the fallback), for comparison.
+    ``metadata`` holds ``language`` (the suffix or file name) and ``splitter`` (``tree-sitter``
+    or ``lines``). Raises EmptyDocumentError, EncodingError, UnsupportedFormatError (binary
+    content).
     """
     if not data:
         raise EmptyDocumentError(path, "empty file (0 bytes)")
@@ -101,7 +113,8 @@ def parse(path: Path, data: bytes) -> ParsedDocument:
     path = Path(path)
     starts = line_starts(text)
     blocks = []
-    for first, last, symbol in split(path, text):
+    spans, splitter = _split(path, text, tree_sitter)
+    for first, last, symbol in spans:
         start = starts[first - 1]
         end = starts[last] - 1 if last < len(starts) else len(text)
         while end > start and text[end - 1].isspace():
@@ -116,14 +129,30 @@ def parse(path: Path, data: bytes) -> ParsedDocument:
         raise EmptyDocumentError(path, "no text to index")
     language = path.suffix.lower().lstrip(".") or path.name.lower()
     return ParsedDocument(text=text, blocks=tuple(blocks), format="code", title=path.name,
-                          metadata={"language": language})
+                          metadata={"language": language, "splitter": splitter})
 
 
-def split(path: Path, text: str) -> list[tuple[int, int, str | None]]:
-    """``(first_line, last_line, symbol)`` spans (1-based, inclusive) covering ``text``."""
+def split(path: Path, text: str, *, tree_sitter: bool = True) -> list[tuple[int, int, str | None]]:
+    """``(first_line, last_line, symbol)`` spans (1-based, inclusive) covering every non-blank
+    line of ``text`` in order; ``tree_sitter=False`` skips the tree-sitter splitter."""
+    return _split(Path(path), text, tree_sitter)[0]
+
+
+def _split(path: Path, text: str,
+           tree_sitter: bool) -> tuple[list[tuple[int, int, str | None]], str]:
     lines = text.split("\n")
     suffix, name = path.suffix.lower(), path.name.lower()
     spans: list[tuple[int, int, str | None]] | None = None
+    language = _code_tree.language_for(path, lines[0]) if tree_sitter else None
+    if language is not None:
+        statements = _code_tree.gap_style(language) == "statements"
+
+        def gaps(lo: int, hi: int) -> list[tuple[int, int, str | None]]:
+            return _statement_spans(lines, lo, hi) if statements else _paragraph_spans(lines, lo, hi)
+
+        spans = _code_tree.symbol_spans(language, text, gaps, MAX_BLOCK_LINES)
+        if spans:
+            return spans, "tree-sitter"
     if suffix in (".py", ".pyi", ".pyw") or (not suffix and lines[0].startswith("#!")
                                              and "python" in lines[0]):
         spans = _python_spans(text, lines)
@@ -133,7 +162,7 @@ def split(path: Path, text: str) -> list[tuple[int, int, str | None]]:
         spans = _brace_spans(lines, 1, len(lines), suffix, depth_budget=1)
     if not spans:
         spans = _paragraph_spans(lines, 1, len(lines))
-    return spans
+    return spans, "lines"
 
 
 # --- Python --------------------------------------------------------------------------------------
