@@ -121,12 +121,13 @@ class Agent:
     def _count_tokens(self, text: str) -> int:
         return max(1, len(text) // 4)
 
-    def history(self, chat_id: str, provider: ChatProvider | None) -> History:
+    def history(self, chat_id: str, provider: ChatProvider | None,
+                before: int | None = None) -> History:
         s = self.settings
         summarise = llm_summariser(provider) if provider is not None else rule_summary
         return self.sessions.history(
             chat_id, turns=max(s.history_turns - 1, 0), budget_tokens=s.history_tokens,
-            count_tokens=self._count_tokens, summarise=summarise)
+            count_tokens=self._count_tokens, summarise=summarise, before=before)
 
     def start(self, query: str, conversation_id: str | None = None) -> str:
         """Validate ``query`` and return the chat to run it in (a new one, titled after the
@@ -161,7 +162,7 @@ class Agent:
                 yield self._save_done(chat_id, Answer(query, reply, (), False, "none"), t0)
                 return
             provider = self.provider()
-            history = self.history(chat_id, provider)
+            history = self.history(chat_id, provider, before=user_id)
             if intent is Intent.SCAN:
                 assert attachment is not None
                 plan = Plan(Directive.SCAN, attachment,

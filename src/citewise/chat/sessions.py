@@ -302,21 +302,25 @@ class SessionStore:
 
     # --- history --------------------------------------------------------------------------
     def history(self, chat_id: str, *, turns: int, budget_tokens: int,
-                count_tokens: CountTokens, summarise: Summariser) -> History:
+                count_tokens: CountTokens, summarise: Summariser,
+                before: int | None = None) -> History:
         """The history to send with the next question (see the module docstring).
 
         Complete (question, answer) pairs newer than the summary are kept newest first while
         they fit ``turns`` and ``budget_tokens`` (measured by ``count_tokens``, summary
         included); the older ones are folded into the rolling summary with ``summarise(old
-        summary, turns) -> new summary``, which is saved.
+        summary, turns) -> new summary``, which is saved. Only messages with an id below
+        ``before`` count (the question being answered is not its own history).
         """
         with self._session() as s:
             chat = s.get(ChatRow, chat_id)
             if chat is None:
                 return History("", (), None)
             summary, upto = chat.summary, chat.summarized_upto
-            rows = s.scalars(select(MessageRow).where(MessageRow.chat_id == chat_id)
-                             .order_by(MessageRow.id)).all()
+            where = [MessageRow.chat_id == chat_id]
+            if before is not None:
+                where.append(MessageRow.id < before)
+            rows = s.scalars(select(MessageRow).where(*where).order_by(MessageRow.id)).all()
         last_query = next((r.search_query or r.content for r in reversed(rows)
                            if r.role == "user"), None)
         pairs: list[tuple[int, Turn]] = []
