@@ -41,22 +41,22 @@ def safe_name(filename: str | None, settings: Settings) -> str:
     """The name an upload is stored under. Raises UploadError for a name with nothing usable
     left or a suffix outside ``upload_types``."""
     raw = (filename or "").replace("\\", "/").rsplit("/", 1)[-1].replace("\x00", "")
-    name = sanitize_filename(raw, platform="universal", replacement_text="_").strip(" .")
-    stem, suffix = os.path.splitext(name)
+    stem, suffix = os.path.splitext(raw)
     suffix = suffix.lower()
     if suffix not in {t.lower() for t in settings.upload_types}:
         raise UploadError(f"{raw[:100]!r}: file type {suffix or '(none)'} is not accepted; "
                           f"accepted: {', '.join(settings.upload_types)}")
-    stem = stem[: MAX_NAME - len(suffix)].strip(" .")
-    if not stem:
+    name = sanitize_filename(stem[: MAX_NAME - len(suffix)] + suffix, platform="universal",
+                             replacement_text="_").strip(" ")
+    if not name.removesuffix(suffix).strip(" .") or name.startswith("."):
         raise UploadError(f"{raw[:100]!r}: no usable file name; rename the file")
-    name = sanitize_filename(stem + suffix, platform="universal", replacement_text="_")
     return name
 
 
-def _store(upload: UploadFile, folder: Path, name: str, limit: int) -> Path:
+def _store(upload: UploadFile, folder: Path, name: str, limit_mb: float) -> Path:
     """Copy ``upload`` to ``folder/name`` through a temporary file; UploadTooLargeError past
-    ``limit`` bytes (nothing is left behind)."""
+    ``limit_mb`` MiB (nothing is left behind)."""
+    limit = int(limit_mb * 2**20)
     dest = (folder / name).resolve()
     if dest.parent != folder.resolve():  # defence in depth: safe_name already ensures it
         raise UploadError(f"{name!r}: not a plain file name")
@@ -68,7 +68,7 @@ def _store(upload: UploadFile, folder: Path, name: str, limit: int) -> Path:
                 size += len(block)
                 if size > limit:
                     raise UploadTooLargeError(
-                        f"{name}: larger than the upload limit of {limit / 2**20:g} MiB "
+                        f"{name}: larger than the upload limit of {limit_mb:g} MiB "
                         "(CITEWISE_MAX_UPLOAD_MB)")
                 out.write(block)
         os.replace(tmp, dest)
@@ -107,7 +107,7 @@ def upload_documents(
     names = [safe_name(f.filename, settings) for f in files]  # refuse before storing any
     folder = settings.collection_dir
     folder.mkdir(parents=True, exist_ok=True)
-    stored = [_store(f, folder, name, limit) for f, name in zip(files, names)]
+    stored = [_store(f, folder, name, settings.max_upload_mb) for f, name in zip(files, names)]
     if not ingest:
         return IngestPublic(stored=[p.name for p in stored], files=[], chunks=0, seconds=0.0)
     with state.write_lock:
