@@ -149,6 +149,54 @@ class Settings(BaseSettings):
         "is flagged as unsupported.",
     )
 
+    # --- HTTP API and chat sessions (citewise serve; see docs/api.md) ---------------------
+    host: str = Field("127.0.0.1", description="Address `citewise serve` binds to.")
+    port: int = Field(8765, ge=1, le=65535, description="Port `citewise serve` listens on.")
+    api_key: SecretStr | None = Field(
+        None, description="Admin key for upload, delete, reindex and approvals (sent as "
+        "'Authorization: Bearer <key>' or 'X-API-Key'); empty = admin only when bound to "
+        "localhost.",
+    )
+    cors_origins: list[str] = Field(
+        default_factory=list, description="Origins allowed to call the API from a browser."
+    )
+    collection: str = Field(
+        "default", pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$",
+        description="Name of the folder under $home/collections/ that uploads are stored in.",
+    )
+    max_upload_mb: float = Field(50.0, gt=0, description="Largest uploaded file, in MiB.")
+    upload_types: list[str] = Field(
+        default_factory=lambda: [".pdf", ".docx", ".html", ".htm", ".md", ".markdown", ".rst",
+                                 ".txt", ".text", ".csv", ".json", ".py", ".js", ".ts", ".java",
+                                 ".go", ".rs", ".c", ".cpp", ".h"],
+        description="File name suffixes accepted by uploads.",
+    )
+    ingest_roots: list[Path] = Field(
+        default_factory=list,
+        description="Folders a chat INGEST may read from, besides the collection folder.",
+    )
+    max_request_chars: int = Field(
+        20000, ge=16, description="Longest question the API accepts, in characters (longer: "
+        "HTTP 413); up to it, a question is cut to its last max_query_chars characters.",
+    )
+    sessions_url: str = Field(
+        "", description="SQLAlchemy URL of the chat sessions database; empty = "
+        "sqlite:///$home/sessions.sqlite3.",
+    )
+    history_tokens: int = Field(
+        1500, ge=50, description="Token budget of the earlier turns sent with a question; "
+        "older turns are folded into a rolling summary.",
+    )
+    planner: str = Field(
+        "auto", pattern=r"^(auto|llm|rules)$",
+        description="'llm' plans each message with the LLM, 'rules' with rules only, 'auto' "
+        "the LLM when one is configured.",
+    )
+    sse_ping_seconds: float = Field(
+        15.0, gt=0, description="Seconds of silence after which an SSE stream sends a ': ping' "
+        "comment.",
+    )
+
     @classmethod
     def settings_customise_sources(
         cls,
@@ -173,6 +221,16 @@ class Settings(BaseSettings):
     @classmethod
     def _expand_home(cls, value: Path) -> Path:
         return value.expanduser()
+
+    @property
+    def collection_dir(self) -> Path:
+        """The folder uploads are stored in: ``$home/collections/<collection>``."""
+        return self.home / "collections" / self.collection
+
+    @property
+    def sessions_database(self) -> str:
+        """The SQLAlchemy URL of the chat sessions database."""
+        return self.sessions_url or f"sqlite:///{self.home / 'sessions.sqlite3'}"
 
     @property
     def index_path(self) -> Path:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
@@ -16,7 +16,7 @@ from typing import Any
 from citewise.answer.answerer import NO_DOCUMENTS, NOT_FOUND, to_evidence
 from citewise.answer.extractive import ExtractiveAnswerer, idf_table
 from citewise.answer.llm import LLMAnswerer
-from citewise.answer.providers import ChatProvider, open_provider
+from citewise.answer.providers import PRESETS, ChatProvider, open_provider
 from citewise.config import SearchMode, Settings
 from citewise.errors import CitewiseError, EmbeddingMismatchError
 from citewise.ingest.pipeline import IngestReport, Ingestor, ProgressFn
@@ -85,9 +85,10 @@ class Engine:
     # --- query ----------------------------------------------------------------------------
     def search(self, query: str, *, mode: SearchMode | str = SearchMode.HYBRID,
                top_k: int | None = None, per_file: int | None = None,
-               min_score: float | None = None) -> SearchResult:
+               min_score: float | None = None,
+               filters: Mapping[str, Any] | None = None) -> SearchResult:
         return self.retriever.search(query, mode=mode, top_k=top_k, per_file=per_file,
-                                     min_score=min_score)
+                                     min_score=min_score, filters=filters)
 
     def provider(self) -> ChatProvider | None:
         """The configured LLM provider, opened on first use (None for ``none``).
@@ -99,20 +100,49 @@ class Engine:
                 self._provider = open_provider(self.settings)
             return self._provider
 
+    def loaded(self) -> dict[str, bool]:
+        """Which models are in memory: ``embedder``, ``reranker``, ``llm`` (never loads one)."""
+        return {
+            "embedder": "embedder" in self.__dict__,
+            "reranker": self.__dict__.get("reranker") is not None,
+            "llm": self._provider is not None,
+        }
+
+    def provider_url(self) -> str | None:
+        """The LLM provider's base URL: the opened provider's, else the configured remote
+        one's; None for ``none`` and for a bundled model not started yet."""
+        if self._provider is not None:
+            return getattr(self._provider, "base_url", None)
+        name = self.settings.llm_provider.strip().lower()
+        preset = PRESETS.get(name)
+        if preset is None:
+            return None
+        return self.settings.llm_base_url or preset.base_url or None
+
     def ask_stream(self, question: str, *, top_k: int | None = None, extractive: bool = False,
-                   history: Sequence[tuple[str, str]] = ()) -> Iterator[Event]:
+                   history: Sequence[tuple[str, str]] = (),
+                   mode: SearchMode | str = SearchMode.HYBRID,
+                   filters: Mapping[str, Any] | None = None) -> Iterator[Event]:
         """Status events, answer tokens, then one DoneEvent (see DESIGN.md, Events).
 
         The LLM is used unless ``extractive`` or the provider is ``none``; no LLM call is made
         when retrieval finds no evidence above ``min_score``. ``history`` is the earlier
-        (question, answer) turns, oldest first.
+        (question, answer) turns, oldest first. ``filters`` narrow the search (the store's
+        ``document_ids`` and ``path_prefix``). Raises QueryError for a blank question.
         """
         question = clean_query(question, self.settings.max_query_chars)
         if self.store.info().chunks == 0:
             yield DoneEvent(Answer(question, self._not_found(NO_DOCUMENTS), (), False, "none"))
             return
         yield StatusEvent("searching the documents", stage="retrieve")
-        result = self.search(question, top_k=top_k)
+        result = self.search(question, mode=mode, top_k=top_k, filters=filters)
+        yield from self.answer_stream(question, result, extractive=extractive, history=history)
+
+    def answer_stream(self, question: str, result: SearchResult, *, extractive: bool = False,
+                      history: Sequence[tuple[str, str]] = ()) -> Iterator[Event]:
+        """The answer to ``question`` from a finished search: as :meth:`ask_stream` after its
+        retrieval step (status and token events, then one DoneEvent)."""
+        question = clean_query(question, self.settings.max_query_chars)
         if not result.hits:
             yield DoneEvent(Answer(question, self._not_found(NOT_FOUND), (), False, "none",
                                    metrics=result.timings_ms))

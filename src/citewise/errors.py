@@ -19,7 +19,16 @@ later the HTTP API) translate them into exit codes or statuses::
     │                               a bundled file that fails its checksum)
     ├── ProviderError               the LLM provider failed (unreachable, timeout, HTTP error,
     │                               empty output); answers fall back to extractive
-    └── QueryError                  the question is empty or unusable
+    ├── QueryError                  the question is empty or unusable
+    │   └── QueryTooLongError       longer than the API accepts (max_request_chars)
+    ├── NotFoundError               no chat, message, source, document or pending action
+    │                               with that id
+    └── UploadError                 an uploaded file is refused (name, type)
+        └── UploadTooLargeError     larger than max_upload_mb
+
+The HTTP API maps them to statuses in one place (``citewise.api.app``): QueryError 422,
+QueryTooLongError and UploadTooLargeError 413, NotFoundError 404, UploadError 400,
+DocumentError 422, IndexError_ 409, ProviderError 502, ConfigError and ModelError 503.
 """
 
 from __future__ import annotations
@@ -101,3 +110,24 @@ class ProviderError(CitewiseError):
 
 class QueryError(CitewiseError):
     """The question is empty, blank or otherwise unusable."""
+
+
+class QueryTooLongError(QueryError):
+    """The question is longer than the API accepts; the message gives the limit."""
+
+    def __init__(self, length: int, limit: int) -> None:
+        self.length, self.limit = length, limit
+        super().__init__(f"the question is {length} characters long; the limit is {limit} "
+                         "(CITEWISE_MAX_REQUEST_CHARS): ask a shorter question")
+
+
+class NotFoundError(CitewiseError):
+    """No object with the given id; the message names what was looked for."""
+
+
+class UploadError(CitewiseError):
+    """An uploaded file is refused; the message says why and what is accepted."""
+
+
+class UploadTooLargeError(UploadError):
+    """An uploaded file is larger than ``max_upload_mb``."""

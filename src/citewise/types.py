@@ -230,7 +230,7 @@ class Answer:
         return tuple(s for s in self.support if not s.supported)
 
 
-# --- events (rendered by the CLI now, by SSE and the UI later) --------------------------------
+# --- events (rendered by the CLI, the SSE stream and the UI) --------------------------------
 
 
 @dataclass(frozen=True)
@@ -259,4 +259,42 @@ class ErrorEvent:
     type: Literal["error"] = "error"
 
 
-Event = StatusEvent | TokenEvent | DoneEvent | ErrorEvent
+@dataclass(frozen=True)
+class ThinkingEvent:
+    """A line of the planner's plan, shown to the user as the assistant's reasoning."""
+
+    message: str
+    type: Literal["thinking"] = "thinking"
+
+
+@dataclass(frozen=True)
+class ToolCallEvent:
+    """The agent runs ``tool`` (search, ingest, scan) with ``input``."""
+
+    tool: str
+    input: dict[str, Any]
+    type: Literal["tool_call"] = "tool_call"
+
+
+@dataclass(frozen=True)
+class ToolResultEvent:
+    """What ``tool`` returned, as JSON-ready data."""
+
+    tool: str
+    result: dict[str, Any]
+    type: Literal["tool_result"] = "tool_result"
+
+
+@dataclass(frozen=True)
+class InterruptEvent:
+    """An action that changes the collection waits for approval: resume the conversation
+    with ``resume_token`` to approve or reject it. The stream ends after this event."""
+
+    action: str
+    input: dict[str, Any]
+    resume_token: str
+    type: Literal["interrupt"] = "interrupt"
+
+
+Event = (StatusEvent | TokenEvent | DoneEvent | ErrorEvent | ThinkingEvent | ToolCallEvent
+         | ToolResultEvent | InterruptEvent)

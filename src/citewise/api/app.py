@@ -1,0 +1,98 @@
+"""The application factory: ``create_app(settings)`` builds the FastAPI app.
+
+It opens the chat sessions database (running its migrations), prepares the engine (models
+load lazily, on first use), mounts one router per resource, allows the CORS origins of
+``settings.cors_origins``, and translates citewise errors to HTTP statuses in one handler
+(:data:`STATUS`; the error tree is drawn in :mod:`citewise.errors`). Responses of errors are
+``{"detail": message, "code": error class}``. The OpenAPI schema is at ``/openapi.json``,
+its pages at ``/docs``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request
+from fastapi.middleware.cors import CORSMiddleware
+from fastapi.responses import JSONResponse
+
+from citewise import __version__
+from citewise.api.deps import AppState
+from citewise.api.routes import chat, chats, documents, health, openai, sources
+from citewise.api.sse import StreamCounter
+from citewise.chat.agent import Agent
+from citewise.chat.sessions import SessionStore
+from citewise.config import Settings
+from citewise.engine import Engine
+from citewise.errors import (
+    CitewiseError,
+    ConfigError,
+    DocumentError,
+    IndexError_,
+    ModelError,
+    NotFoundError,
+    ProviderError,
+    QueryError,
+    QueryTooLongError,
+    UploadError,
+    UploadTooLargeError,
+)
+
+#: HTTP status per error class; the most specific class listed wins.
+STATUS: dict[type[CitewiseError], int] = {
+    QueryTooLongError: 413,
+    UploadTooLargeError: 413,
+    QueryError: 422,
+    NotFoundError: 404,
+    UploadError: 400,
+    DocumentError: 422,
+    IndexError_: 409,
+    ProviderError: 502,
+    ConfigError: 503,
+    ModelError: 503,
+}
+
+
+def status_for(err: CitewiseError) -> int:
+    for cls in type(err).__mro__:
+        if cls in STATUS:
+            return STATUS[cls]  # type: ignore[index]
+    return 500
+
+
+async def _citewise_error(request: Request, err: Exception) -> JSONResponse:
+    assert isinstance(err, CitewiseError)
+    return JSONResponse({"detail": str(err), "code": type(err).__name__},
+                        status_code=status_for(err))
+
+
+def create_app(settings: Settings, engine: Engine | None = None) -> FastAPI:
+    """The citewise API for ``settings``; ``engine`` shares an already built one (its
+    settings must be ``settings``)."""
+    engine = engine or Engine(settings)
+    sessions = SessionStore(settings.sessions_database)
+    lock = threading.Lock()
+    state = AppState(settings, engine, sessions, Agent(engine, sessions, lock), lock,
+                     StreamCounter())
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        sessions.close()
+
+    app = FastAPI(title="citewise", version=__version__, lifespan=lifespan,
+                  description="Ask your documents: answers with citations. See docs/api.md.")
+    app.state.citewise = state
+    if settings.cors_origins:
+        app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins,
+                           allow_methods=["GET", "POST", "DELETE"],
+                           allow_headers=["Authorization", "Content-Type", "X-API-Key"])
+    app.add_exception_handler(CitewiseError, _citewise_error)
+    for module in (health, chat, chats, sources, documents, openai):
+        app.include_router(module.router)
+    return app
+
+
+__all__ = ["STATUS", "create_app", "status_for"]

@@ -1,0 +1,1 @@
+"""One router per resource; each owns its prefix and tags."""

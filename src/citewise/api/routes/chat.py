@@ -1,0 +1,58 @@
+"""``POST /api/chat`` (one JSON answer) and ``POST /api/chat/stream`` (server-sent events)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from fastapi.concurrency import run_in_threadpool
+from sse_starlette import EventSourceResponse
+
+from citewise.api.deps import AgentDep, StateDep
+from citewise.api.schemas import ChatRequest, ChatResponse, InterruptPublic, SourcePublic
+from citewise.api.sse import sse_response
+from citewise.chat.agent import Agent, citation_dict
+from citewise.types import DoneEvent, ErrorEvent, InterruptEvent
+
+router = APIRouter(prefix="/api", tags=["chat"])
+
+_ERRORS = {422: {"description": "blank question"},
+           413: {"description": "question longer than max_request_chars"},
+           404: {"description": "unknown conversation_id"}}
+
+
+def _events(agent: Agent, chat_id: str, body: ChatRequest):  # type: ignore[no-untyped-def]
+    filters = body.filters.model_dump(exclude_none=True) if body.filters else None
+    return agent.run(chat_id, body.query, top_k=body.top_k, mode=body.mode,
+                     filters=filters or None, context_hint=body.context_hint,
+                     attachment=body.attachment, extractive=body.extractive)
+
+
+@router.post("/chat", responses=_ERRORS)
+def chat(body: ChatRequest, agent: AgentDep) -> ChatResponse:
+    """One turn, answered as JSON: ``{answer, sources, conversation_id, metrics, ...}``.
+    An action that needs approval comes back in ``interrupt`` with an empty answer."""
+    chat_id = agent.start(body.query, body.conversation_id)
+    out = ChatResponse(answer="", sources=[], conversation_id=chat_id, metrics={}, found=False,
+                       mode="none")
+    for event in _events(agent, chat_id, body):
+        if isinstance(event, DoneEvent):
+            a = event.answer
+            out = ChatResponse(
+                answer=a.text, sources=[SourcePublic(**citation_dict(c)) for c in a.citations],
+                conversation_id=chat_id, metrics=a.metrics, found=a.found, mode=a.mode)
+        elif isinstance(event, InterruptEvent):
+            out.interrupt = InterruptPublic(action=event.action, input=event.input,
+                                            resume_token=event.resume_token)
+        elif isinstance(event, ErrorEvent):
+            out.error = event.message
+    return out
+
+
+@router.post("/chat/stream", response_class=EventSourceResponse, responses=_ERRORS)
+async def chat_stream(body: ChatRequest, state: StateDep) -> EventSourceResponse:
+    """One turn as server-sent events: ``status``, ``thinking``, ``tool_call``,
+    ``tool_result``, ``token``... then ``done`` (or ``interrupt`` or ``error``); each
+    ``data:`` is JSON (see docs/api.md). Leaving early stops the work."""
+    agent = state.agent
+    chat_id = await run_in_threadpool(agent.start, body.query, body.conversation_id)
+    return sse_response(lambda: _events(agent, chat_id, body), state.streams,
+                        conversation_id=chat_id, ping_seconds=state.settings.sse_ping_seconds)

@@ -1,0 +1,223 @@
+"""Request and response bodies of the HTTP API (pydantic), named as in the FastAPI template:
+``ChatRequest``, ``ChatPublic``, ``ChatsPublic(data, count)``... Times are Unix seconds."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from citewise.config import SearchMode
+
+
+def scrub(value: Any) -> Any:
+    """Strings with lone surrogates (valid JSON escapes, invalid text) made storable."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "replace").decode("utf-8").replace("\x00", " ")
+    if isinstance(value, list):
+        return [scrub(v) for v in value]
+    if isinstance(value, dict):
+        return {scrub(k): scrub(v) for k, v in value.items()}
+    return value
+
+
+class _In(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _scrub(cls, value: Any) -> Any:
+        return scrub(value)
+
+
+class ChatFilters(_In):
+    document_ids: list[str] | None = Field(None, max_length=1000,
+                                           description="Search only these documents.")
+    path_prefix: str | None = Field(None, max_length=1000,
+                                    description="Search only documents whose path starts so.")
+
+
+class ChatRequest(_In):
+    query: str = Field(description="The question; blank is refused (422), longer than "
+                       "max_request_chars too (413).")
+    conversation_id: str | None = Field(None, max_length=64,
+                                        description="Continue this chat; none starts one.")
+    top_k: int | None = Field(None, ge=1, le=100, description="Number of sources.")
+    filters: ChatFilters | None = None
+    mode: SearchMode = SearchMode.HYBRID
+    context_hint: str | None = Field(None, max_length=500,
+                                     description="Where the user is (a page or route).")
+    attachment: str | None = Field(None, max_length=64,
+                                   description="Id of an uploaded document to scan.")
+    extractive: bool = Field(False, description="Quote evidence sentences; no LLM.")
+
+
+class SourcePublic(BaseModel):
+    n: int
+    chunk_id: str
+    document_id: str
+    path: str
+    title: str
+    section: list[str]
+    page: int | None
+    line_start: int | None
+    line_end: int | None
+    char_start: int
+    char_end: int
+    score: float
+    symbol: str | None = None
+    location: str
+
+
+class InterruptPublic(BaseModel):
+    action: str
+    input: dict[str, Any]
+    resume_token: str
+
+
+class ChatResponse(BaseModel):
+    answer: str
+    sources: list[SourcePublic]
+    conversation_id: str
+    metrics: dict[str, float]
+    found: bool
+    mode: str
+    interrupt: InterruptPublic | None = None
+    error: str | None = None
+
+
+class ChatPublic(BaseModel):
+    id: str
+    title: str
+    created: float
+    updated: float
+    message_count: int
+
+
+class ChatsPublic(BaseModel):
+    data: list[ChatPublic]
+    count: int = Field(description="Chats matching the query, on all pages.")
+    limit: int
+    offset: int
+    next_offset: int | None = Field(description="Offset of the next page; null on the last.")
+
+
+class MessagePublic(BaseModel):
+    id: int
+    role: str
+    content: str
+    status: Literal["complete", "interrupted", "error", "pending"] | str
+    created: float
+    search_query: str | None
+    sources: list[dict[str, Any]]
+    metrics: dict[str, Any]
+
+
+class ChatDetail(ChatPublic):
+    summary: str
+    messages: list[MessagePublic]
+    pending: list[InterruptPublic]
+
+
+class ResumeRequest(_In):
+    resume_token: str = Field(max_length=128)
+    approve: bool
+
+
+class SourceDetail(BaseModel):
+    chunk_id: str
+    document_id: str
+    path: str
+    title: str
+    text: str
+    source_text: str = Field(description="The whole original paragraph(s), for the viewer.")
+    char_start: int
+    char_end: int
+    page: int | None
+    page_end: int | None
+    line_start: int | None
+    line_end: int | None
+    section: list[str]
+    symbol: str | None
+
+
+class DocumentPublic(BaseModel):
+    id: str
+    path: str
+    title: str
+    format: str
+    chunks: int
+    pages: int | None
+    status: str
+    error: str
+    indexed_at: float
+    warnings: list[str]
+
+
+class DocumentsPublic(BaseModel):
+    data: list[DocumentPublic]
+    count: int
+
+
+class FilePublic(BaseModel):
+    path: str
+    status: str
+    chunks: int
+    reason: str
+
+
+class IngestPublic(BaseModel):
+    stored: list[str] = Field(description="File names as stored in the collection folder.")
+    files: list[FilePublic]
+    chunks: int
+    seconds: float
+
+
+class Deleted(BaseModel):
+    deleted: str
+    file_removed: bool = False
+
+
+class LLMHealth(BaseModel):
+    provider: str
+    model: str | None
+    loaded: bool
+    reachable: bool | None = Field(description="null when not checked (not started yet).")
+
+
+class Health(BaseModel):
+    status: Literal["ok"]
+    version: str
+    documents: int
+    chunks: int
+    embedding_model: str | None
+    models_loaded: dict[str, bool]
+    llm: LLMHealth
+    active_streams: int
+
+
+class OpenAIMessage(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    role: Literal["system", "developer", "user", "assistant", "tool"]
+    content: str | list[dict[str, Any]] | None = None
+
+    @field_validator("content", mode="before")
+    @classmethod
+    def _scrub(cls, value: Any) -> Any:
+        return scrub(value)
+
+    def text(self) -> str:
+        if isinstance(self.content, list):
+            return " ".join(str(p.get("text", "")) for p in self.content
+                            if p.get("type") == "text")
+        return self.content or ""
+
+
+class OpenAIChatRequest(BaseModel):
+    """The part of OpenAI's chat completion request citewise uses; other fields are
+    accepted and ignored."""
+
+    model_config = ConfigDict(extra="ignore")
+    model: str = Field(max_length=200)
+    messages: list[OpenAIMessage] = Field(min_length=1, max_length=500)
+    stream: bool = False

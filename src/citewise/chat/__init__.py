@@ -1,0 +1,1 @@
+"""Conversations: intent routing, planning, the agent's event stream and persisted sessions."""

@@ -1,0 +1,378 @@
+"""The agent: one user message in, the event stream of DESIGN.md out, the turn persisted.
+
+A turn goes: route (:mod:`~citewise.chat.intent`: small talk is answered at once) -> plan
+(:mod:`~citewise.chat.planner`, streamed as ``thinking``) -> the directive as a tool
+(``tool_call`` / ``tool_result``) -> the answer (``status``, ``token``, then ``done``).
+INGEST, and SCAN of an attached document, change the collection: they end the stream with an
+``interrupt`` holding a resume token, and run only when :meth:`Agent.resume` approves them.
+
+Persistence: the user message is saved first; the assistant message when the turn ends, as
+``complete``, ``pending`` (an interrupt), ``error``, or ``interrupted`` with the partial text
+when the consumer closes the stream early (a client that disconnected). Closing the stream
+closes the generators under it, which closes the LLM's HTTP response and so stops generation.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Any
+
+from citewise.answer.answerer import NOT_FOUND
+from citewise.answer.providers import ChatProvider
+from citewise.chat.intent import Intent, classify, small_talk_reply
+from citewise.chat.planner import Directive, Plan, make_planner
+from citewise.chat.sessions import (
+    History,
+    PendingAction,
+    SessionStore,
+    Turn,
+    is_follow_up,
+    llm_summariser,
+    rewrite_follow_up,
+    rule_summary,
+)
+from citewise.config import SearchMode, Settings
+from citewise.engine import Engine
+from citewise.errors import CitewiseError, NotFoundError, QueryTooLongError
+from citewise.retrieve.retriever import clean_query
+from citewise.types import (
+    Answer,
+    Citation,
+    DoneEvent,
+    ErrorEvent,
+    Event,
+    Hit,
+    InterruptEvent,
+    StatusEvent,
+    ThinkingEvent,
+    TokenEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+)
+
+log = logging.getLogger(__name__)
+
+NOT_A_QUESTION = "Please ask a question about your documents."
+SCAN_UNAVAILABLE = ("scan is not available yet: this installation has no contract scanner "
+                    "(the citewise.scan package)")
+ANSWER_PROMPT = (
+    "Answer the user's last message using only the conversation above. If the conversation "
+    "does not hold the answer, reply exactly: {not_found}"
+)
+
+
+def validate_query(query: str, settings: Settings) -> str:
+    """``query`` unchanged when the API accepts it. Raises QueryTooLongError above
+    ``max_request_chars`` characters and QueryError when nothing visible is left (blank,
+    whitespace, zero-width characters): no model is called for either."""
+    if len(query) > settings.max_request_chars:
+        raise QueryTooLongError(len(query), settings.max_request_chars)
+    clean_query(query, settings.max_query_chars)
+    return query
+
+
+def citation_dict(c: Citation) -> dict[str, Any]:
+    """A citation as JSON: its fields, ``section`` as a list, and ``location`` for display."""
+    out = asdict(c)
+    out["section"] = list(c.section)
+    out["location"] = c.location
+    return out
+
+
+def _hit_dict(h: Hit) -> dict[str, Any]:
+    chunk, doc = h.chunk, h.document
+    return {
+        "chunk_id": h.chunk_id,
+        "path": doc.path if doc else None,
+        "page": chunk.page if chunk else None,
+        "section": list(chunk.section) if chunk else [],
+        "relevance": h.relevance if h.relevance is not None else h.score,
+    }
+
+
+class Agent:
+    """Runs conversations over one :class:`~citewise.engine.Engine` and one
+    :class:`SessionStore`. ``write_lock`` serialises changes to the collection."""
+
+    def __init__(self, engine: Engine, sessions: SessionStore,
+                 write_lock: threading.Lock | None = None) -> None:
+        self.engine = engine
+        self.sessions = sessions
+        self.settings = engine.settings
+        self.write_lock = write_lock or threading.Lock()
+
+    # --- helpers --------------------------------------------------------------------------
+    def provider(self) -> ChatProvider | None:
+        """The LLM provider, or None when there is none or it cannot be opened."""
+        if self.settings.llm_provider.strip().lower() == "none":
+            return None
+        try:
+            return self.engine.provider()
+        except CitewiseError as err:
+            log.warning("LLM provider unavailable: %s", err)
+            return None
+
+    def _count_tokens(self, text: str) -> int:
+        return max(1, len(text) // 4)
+
+    def history(self, chat_id: str, provider: ChatProvider | None,
+                before: int | None = None) -> History:
+        s = self.settings
+        summarise = llm_summariser(provider) if provider is not None else rule_summary
+        return self.sessions.history(
+            chat_id, turns=max(s.history_turns - 1, 0), budget_tokens=s.history_tokens,
+            count_tokens=self._count_tokens, summarise=summarise, before=before)
+
+    def start(self, query: str, conversation_id: str | None = None) -> str:
+        """Validate ``query`` and return the chat to run it in (a new one, titled after the
+        query, when ``conversation_id`` is None). Raises QueryError, QueryTooLongError, or
+        NotFoundError for an unknown ``conversation_id``."""
+        validate_query(query, self.settings)
+        if conversation_id is None:
+            return self.sessions.create_chat(query).id
+        if self.sessions.get_chat(conversation_id) is None:
+            raise NotFoundError(f"no conversation with id {conversation_id!r}")
+        return conversation_id
+
+    # --- a turn ---------------------------------------------------------------------------
+    def run(self, chat_id: str, query: str, *, top_k: int | None = None,
+            mode: SearchMode | str = SearchMode.HYBRID,
+            filters: Mapping[str, Any] | None = None, context_hint: str | None = None,
+            attachment: str | None = None, extractive: bool = False) -> Iterator[Event]:
+        """The events of one turn of chat ``chat_id`` (see the module docstring)."""
+        t0 = time.perf_counter()
+        user_id = self.sessions.add_message(chat_id, "user", query)
+        pieces: list[str] = []
+        finished = False
+        inner: Iterator[Event] | None = None
+        try:
+            intent = classify(query, attachment=attachment)
+            reply = small_talk_reply(intent)
+            if reply is None and intent is Intent.QUESTION and not any(
+                    ch.isalnum() for ch in query):
+                reply = NOT_A_QUESTION
+            if reply is not None:
+                finished = True
+                yield self._save_done(chat_id, Answer(query, reply, (), False, "none"), t0)
+                return
+            provider = self.provider()
+            history = self.history(chat_id, provider, before=user_id)
+            if intent is Intent.SCAN:
+                assert attachment is not None
+                plan = Plan(Directive.SCAN, attachment,
+                            ("A document is attached: check it against the playbook.",))
+                yield ThinkingEvent(plan.thoughts[0])
+            else:
+                plan = yield from make_planner(self.settings.planner, provider).run(
+                    query, history, context_hint)
+            if plan.rewritten:
+                self.sessions.update_message(user_id, search_query=plan.argument)
+            if plan.directive is Directive.INGEST:
+                inner = self._propose_ingest(chat_id, query, plan.argument)
+            elif plan.directive is Directive.SCAN:
+                inner = self._scan(chat_id, query, plan.argument, propose=attachment is not None)
+            elif plan.directive is Directive.ANSWER and provider is not None:
+                inner = self._answer_from_history(query, history, provider)
+            else:
+                search_query = plan.argument if plan.directive is Directive.SEARCH else query
+                inner = self._search(search_query, history.for_prompt(), top_k=top_k,
+                                     mode=mode, filters=filters, extractive=extractive)
+            for event in inner:
+                if isinstance(event, TokenEvent):
+                    pieces.append(event.content)
+                elif isinstance(event, DoneEvent):
+                    finished = True
+                    event = self._save_done(chat_id, event.answer, t0)
+                elif isinstance(event, InterruptEvent):
+                    finished = True
+                yield event
+        except CitewiseError as err:
+            finished = True
+            self.sessions.add_message(chat_id, "assistant", str(err), status="error")
+            yield ErrorEvent(str(err), type(err).__name__)
+        except Exception as err:  # never a traceback to the client; logged here
+            log.exception("chat turn failed")
+            finished = True
+            self.sessions.add_message(chat_id, "assistant", f"internal error: {err}",
+                                      status="error")
+            yield ErrorEvent("internal error; see the server log", "InternalError")
+        finally:
+            if inner is not None:
+                inner.close()  # closes the answer stream and, under it, the LLM response
+            if not finished:
+                self.sessions.add_message(chat_id, "assistant", "".join(pieces),
+                                          status="interrupted")
+
+    def _save_done(self, chat_id: str, answer: Answer, t0: float) -> DoneEvent:
+        answer = replace(answer, metrics={**answer.metrics,
+                                          "total_ms": (time.perf_counter() - t0) * 1000})
+        self.sessions.add_message(chat_id, "assistant", answer.text,
+                                  sources=[citation_dict(c) for c in answer.citations],
+                                  metrics=answer.metrics)
+        return DoneEvent(answer)
+
+    # --- tools ----------------------------------------------------------------------------
+    def _search(self, query: str, history: Sequence[Turn], *, top_k: int | None,
+                mode: SearchMode | str, filters: Mapping[str, Any] | None,
+                extractive: bool) -> Iterator[Event]:
+        engine = self.engine
+        k = top_k or self.settings.top_k
+        yield ToolCallEvent("search", {"query": query, "top_k": k, "mode": SearchMode(mode).value})
+        if engine.store.info().chunks == 0:  # the engine's "no documents" reply
+            yield ToolResultEvent("search", {"hits": []})
+            yield from engine.ask_stream(query, top_k=top_k, extractive=extractive)
+            return
+        yield StatusEvent("searching the documents", stage="retrieve")
+        result = engine.search(query, mode=mode, top_k=top_k, filters=filters)
+        yield ToolResultEvent("search", {"hits": [_hit_dict(h) for h in result.hits]})
+        yield from engine.answer_stream(query, result, extractive=extractive, history=history)
+
+    def _answer_from_history(self, query: str, history: History,
+                             provider: ChatProvider) -> Iterator[Event]:
+        messages: list[Any] = [{"role": "system",
+                                "content": ANSWER_PROMPT.format(not_found=NOT_FOUND)}]
+        for q, a in history.for_prompt():
+            messages += [{"role": "user", "content": q}, {"role": "assistant", "content": a}]
+        messages.append({"role": "user", "content": query})
+        yield StatusEvent("answering from the conversation", stage="generate")
+        pieces = []
+        for piece in provider.stream(messages, max_tokens=self.settings.llm_max_tokens,
+                                     temperature=self.settings.llm_temperature):
+            pieces.append(piece)
+            yield TokenEvent(piece)
+        text = "".join(pieces).strip()
+        found = NOT_FOUND.casefold().rstrip(".") not in text.casefold()
+        yield DoneEvent(Answer(query, text, (), found, "llm",
+                               model=f"{provider.name}:{provider.model}"))
+
+    def _allowed_path(self, argument: str) -> Path | str:
+        """The file an INGEST may read, or the reason it may not."""
+        roots = [self.settings.collection_dir, *self.settings.ingest_roots]
+        raw = Path(argument).expanduser()
+        path = (raw if raw.is_absolute() else self.settings.collection_dir / raw).resolve()
+        if not any(path.is_relative_to(r.expanduser().resolve()) for r in roots):
+            return (f"{argument}: outside the folders the chat may ingest from (the collection "
+                    "folder and CITEWISE_INGEST_ROOTS)")
+        if not path.exists():
+            return f"{argument}: no such file or folder"
+        return path
+
+    def _propose_ingest(self, chat_id: str, query: str, argument: str) -> Iterator[Event]:
+        path = self._allowed_path(argument)
+        if isinstance(path, str):
+            yield ToolResultEvent("ingest", {"error": path})
+            yield DoneEvent(Answer(query, f"I cannot ingest {path}", (), False, "none"))
+            return
+        yield from self._interrupt(chat_id, "ingest", {"path": str(path)},
+                                   f"Waiting for approval to ingest {path.name}.")
+
+    def _interrupt(self, chat_id: str, action: str, input: dict[str, Any],
+                   text: str) -> Iterator[Event]:
+        message_id = self.sessions.add_message(chat_id, "assistant", text, status="pending")
+        token = self.sessions.add_pending(chat_id, action, {**input, "message_id": message_id})
+        yield InterruptEvent(action, input, token)
+
+    def _scan(self, chat_id: str, query: str, document_id: str,
+              propose: bool) -> Iterator[Event]:
+        doc = self.engine.store.document(document_id)
+        if doc is None:
+            yield ToolResultEvent("scan", {"error": f"no document with id {document_id!r}"})
+            yield DoneEvent(Answer(query, f"There is no document with id {document_id}.", (),
+                                   False, "none"))
+            return
+        if propose:
+            yield from self._interrupt(chat_id, "scan", {"document_id": document_id,
+                                                         "path": doc.path},
+                                       f"Waiting for approval to scan {doc.path}.")
+            return
+        yield from self._run_scan(query, document_id)
+
+    def _run_scan(self, query: str, document_id: str) -> Iterator[Event]:
+        yield ToolCallEvent("scan", {"document_id": document_id})
+        try:
+            scanner = getattr(importlib.import_module("citewise.scan"), "scan_document", None)
+        except ImportError:
+            scanner = None
+        if scanner is None:
+            yield ToolResultEvent("scan", {"error": SCAN_UNAVAILABLE, "available": False})
+            yield DoneEvent(Answer(query, f"Sorry, {SCAN_UNAVAILABLE}.", (), False, "none"))
+            return
+        result = scanner(self.engine, document_id)
+        yield ToolResultEvent("scan", {"available": True, "result": result})
+        flags = len(result.get("flags", [])) if isinstance(result, dict) else 0
+        yield DoneEvent(Answer(query, f"Scan finished: {flags} flag(s).", (), False, "none"))
+
+    # --- approval -------------------------------------------------------------------------
+    def take_action(self, chat_id: str, token: str, approve: bool) -> PendingAction:
+        """Claim the pending action ``token`` of chat ``chat_id``; NotFoundError when the chat
+        or a pending action with that token does not exist (or was already decided)."""
+        if self.sessions.get_chat(chat_id) is None:
+            raise NotFoundError(f"no conversation with id {chat_id!r}")
+        action = self.sessions.take_pending(chat_id, token, "approved" if approve else "rejected")
+        if action is None:
+            raise NotFoundError("no action waits for approval with this resume token")
+        return action
+
+    def resume(self, action: PendingAction, approve: bool) -> Iterator[Event]:
+        """The events of an approved or rejected action (taken with :meth:`take_action`)."""
+        t0 = time.perf_counter()
+        chat_id = action.chat_id
+        if "message_id" in action.input:
+            self.sessions.update_message(int(action.input["message_id"]), status="complete")
+        what = action.input.get("path", action.input.get("document_id", ""))
+        try:
+            if not approve:
+                yield ToolResultEvent(action.action, {"status": "rejected"})
+                text = f"Cancelled: {action.action} of {Path(str(what)).name} was not run."
+                yield self._save_done(chat_id, Answer("", text, (), False, "none"), t0)
+                return
+            if action.action == "scan":
+                for event in self._run_scan("", str(action.input["document_id"])):
+                    if isinstance(event, DoneEvent):
+                        event = self._save_done(chat_id, event.answer, t0)
+                    yield event
+                return
+            yield ToolCallEvent("ingest", {"path": what})
+            yield StatusEvent(f"ingesting {Path(str(what)).name}", stage="ingest")
+            with self.write_lock:
+                report = self.engine.ingest([str(what)])
+            counts = {s: report.count(s) for s in ("added", "updated", "unchanged", "failed")}
+            yield ToolResultEvent("ingest", {
+                **counts, "chunks": report.chunks,
+                "files": [{"path": f.path, "status": f.status, "chunks": f.chunks,
+                           "reason": f.reason} for f in report.files]})
+            text = (f"Ingested {Path(str(what)).name}: " + ", ".join(
+                f"{n} {s}" for s, n in counts.items()) + f" ({report.chunks} chunks).")
+            yield self._save_done(chat_id, Answer("", text, (), False, "none"), t0)
+        except CitewiseError as err:
+            self.sessions.add_message(chat_id, "assistant", str(err), status="error")
+            yield ErrorEvent(str(err), type(err).__name__)
+
+    # --- without a session (the OpenAI-compatible endpoint) -------------------------------
+    def stateless(self, query: str, turns: Sequence[Turn], *,
+                  top_k: int | None = None) -> Iterator[Event]:
+        """An answer to ``query`` after the client-held ``turns``: small talk at once, a
+        follow-up rewritten by the rule, otherwise search and answer. Nothing is saved."""
+        validate_query(query, self.settings)
+        reply = small_talk_reply(classify(query))
+        if reply is None and not any(ch.isalnum() for ch in query):
+            reply = NOT_A_QUESTION
+        if reply is not None:
+            yield DoneEvent(Answer(query, reply, (), False, "none"))
+            return
+        last = turns[-1][0] if turns else None
+        if is_follow_up(query, last):
+            assert last is not None
+            query = rewrite_follow_up(query, last)
+        keep = turns[-self.settings.history_turns:] if self.settings.history_turns else ()
+        yield from self._search(query, keep, top_k=top_k, mode=SearchMode.HYBRID, filters=None,
+                                extractive=False)
+
+
+__all__ = ["Agent", "NOT_A_QUESTION", "SCAN_UNAVAILABLE", "citation_dict", "validate_query"]

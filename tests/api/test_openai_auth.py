@@ -1,0 +1,69 @@
+"""The OpenAI-compatible endpoint with the official client, and admin access."""
+
+from __future__ import annotations
+
+import openai
+import pytest
+from fastapi.testclient import TestClient
+
+from tests.api.conftest import LiveServer
+
+
+def test_openai_client_against_the_running_server(make_app, docs_dir):
+    app, _ = make_app(ingest=[docs_dir])
+    with LiveServer(app) as server, openai.OpenAI(
+            base_url=f"{server.url}/v1", api_key="unused", max_retries=0) as client:
+        assert [m.id for m in client.models.list()] == ["citewise"]
+        q = [{"role": "user", "content": "When are salaries paid?"}]
+        completion = client.chat.completions.create(model="citewise", messages=q)
+        text = completion.choices[0].message.content
+        assert "25th day of each month" in text and "[1]" in text
+        assert text.endswith("\n\nSources:\n[1] data/payroll.md, lines 1-3, Payroll calendar")
+        assert completion.model_extra["sources"][0]["path"] == "data/payroll.md"
+
+        chunks = list(client.chat.completions.create(model="citewise", messages=q, stream=True))
+        streamed = "".join(c.choices[0].delta.content or "" for c in chunks)
+        assert streamed == text
+        assert chunks[-1].choices[0].finish_reason == "stop"
+        assert chunks[-1].model_extra["sources"][0]["path"] == "data/payroll.md"
+
+        follow = client.chat.completions.create(model="citewise", messages=[
+            {"role": "user", "content": "How long does the laptop warranty last?"},
+            {"role": "assistant", "content": "24 months [1]."},
+            {"role": "user", "content": "and what about batteries?"}])
+        assert follow.model_extra["sources"][0]["path"] == "data/warranty.md"
+        with pytest.raises(openai.UnprocessableEntityError):  # 422: last message not the user's
+            client.chat.completions.create(model="citewise", messages=[
+                {"role": "assistant", "content": "hi"}])
+
+
+def test_admin_endpoints_need_the_key(make_app, docs_dir):
+    app, _ = make_app(api_key="s3cret")
+    files = {"files": ("a.txt", b"Some text about apples.", "text/plain")}
+    with TestClient(app) as c:
+        r = c.post("/api/documents", files=files)
+        assert r.status_code == 401
+        assert r.headers["www-authenticate"] == "Bearer"
+        assert c.post("/api/documents", files=files,
+                      headers={"Authorization": "Bearer wrong"}).status_code == 401
+        r = c.post("/api/documents", files=files, headers={"Authorization": "Bearer s3cret"})
+        assert r.status_code == 201 and r.json()["files"][0]["status"] == "added"
+        assert c.post("/api/reindex", headers={"X-API-Key": "s3cret"}).status_code == 200
+        assert c.get("/api/documents").status_code == 200  # reading needs no key
+
+
+def test_admin_refused_without_key_when_not_on_localhost(make_app):
+    app, _ = make_app(host="0.0.0.0")
+    with TestClient(app) as c:
+        r = c.post("/api/reindex")
+    assert r.status_code == 403
+    assert "CITEWISE_API_KEY" in r.json()["detail"]
+
+
+def test_cors_origins_from_settings(make_app):
+    app, _ = make_app(cors_origins=["https://docs.example.org"])
+    with TestClient(app) as c:
+        ok = c.get("/api/health", headers={"Origin": "https://docs.example.org"})
+        other = c.get("/api/health", headers={"Origin": "https://evil.example"})
+    assert ok.headers["access-control-allow-origin"] == "https://docs.example.org"
+    assert "access-control-allow-origin" not in other.headers

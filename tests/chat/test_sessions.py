@@ -1,0 +1,88 @@
+"""Chat sessions on a real SQLite file: migrations, history with a rolling summary,
+follow-up detection, pending actions."""
+
+from __future__ import annotations
+
+from sqlalchemy import inspect, text
+
+from citewise.chat.sessions import (
+    SessionStore,
+    is_follow_up,
+    rewrite_follow_up,
+    rule_summary,
+)
+
+
+def store(tmp_path) -> SessionStore:
+    return SessionStore(f"sqlite:///{tmp_path / 'sessions.sqlite3'}")
+
+
+def test_migrations_create_the_schema_once(tmp_path):
+    s = store(tmp_path)
+    with s.engine.connect() as conn:
+        assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0001"
+    assert set(inspect(s.engine).get_table_names()) == {
+        "alembic_version", "chats", "messages", "pending_actions"}
+    chat = s.create_chat("  A   title ")
+    s.close()
+    again = store(tmp_path)  # reopening runs no migration twice and keeps the data
+    assert again.get_chat(chat.id).title == "A title"
+
+
+def test_history_keeps_recent_turns_and_folds_older_ones(tmp_path):
+    s = store(tmp_path)
+    chat = s.create_chat("q")
+    for i in range(5):
+        s.add_message(chat.id, "user", f"question {i}")
+        s.add_message(chat.id, "assistant", f"Answer {i} is here. More detail {i}.")
+    s.add_message(chat.id, "user", "partial one")
+    s.add_message(chat.id, "assistant", "cut", status="interrupted")
+    h = s.history(chat.id, turns=2, budget_tokens=1000, count_tokens=len,
+                  summarise=rule_summary)
+    assert h.turns == (("question 3", "Answer 3 is here. More detail 3."),
+                       ("question 4", "Answer 4 is here. More detail 4."))
+    assert h.summary == ("Q: question 0 A: Answer 0 is here. | Q: question 1 A: Answer 1 is "
+                         "here. | Q: question 2 A: Answer 2 is here.")
+    assert h.last_query == "partial one"
+    assert h.for_prompt()[0] == ("(summary of the earlier conversation)", h.summary)
+    assert s.get_chat(chat.id).summary == h.summary  # saved: folded once
+    calls = []
+    h2 = s.history(chat.id, turns=2, budget_tokens=1000, count_tokens=len,
+                   summarise=lambda old, turns: calls.append(turns) or old)
+    assert calls == [] and h2 == h
+    tight = s.history(chat.id, turns=2, budget_tokens=len(h.summary) + 45, count_tokens=len,
+                      summarise=rule_summary)
+    assert tight.turns == (("question 4", "Answer 4 is here. More detail 4."),)
+
+
+def test_follow_up_rule():
+    last = "How long is the laptop warranty?"
+    assert is_follow_up("and for batteries?", last)
+    assert is_follow_up("what about the second one?", last)
+    assert is_follow_up("Does it cover water damage?", last)
+    assert not is_follow_up("and for batteries?", None)
+    assert not is_follow_up("What is the refund policy for online orders?", last)
+    assert rewrite_follow_up("and  for batteries?", last) == (
+        "How long is the laptop warranty? and for batteries?")
+
+
+def test_pending_action_is_taken_once(tmp_path):
+    s = store(tmp_path)
+    chat = s.create_chat("x")
+    token = s.add_pending(chat.id, "ingest", {"path": "/a"})
+    assert [p.token for p in s.pending(chat.id)] == [token]
+    assert s.take_pending("other", token, "approved") is None
+    taken = s.take_pending(chat.id, token, "approved")
+    assert taken is not None and taken.input == {"path": "/a"}
+    assert s.take_pending(chat.id, token, "approved") is None
+    assert s.pending(chat.id) == []
+
+
+def test_list_search_escapes_wildcards(tmp_path):
+    s = store(tmp_path)
+    for title in ("100% sure", "1000 sure", "under_score", "underXscore"):
+        s.create_chat(title)
+    assert [c.title for c in s.list_chats(q="100%")[0]] == ["100% sure"]
+    assert [c.title for c in s.list_chats(q="under_")[0]] == ["under_score"]
+    assert s.delete_chat(s.list_chats(q="1000")[0][0].id)
+    assert s.list_chats()[1] == 3
