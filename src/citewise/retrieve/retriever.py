@@ -18,6 +18,7 @@ blended with ``sigmoid(reranker logit)`` by ``Settings.rerank_weight``.
 from __future__ import annotations
 
 import math
+import re
 import time
 import unicodedata
 from collections.abc import Mapping
@@ -69,17 +70,46 @@ def _tail_to_fit(text: str, embedder: Embedder) -> str:
     return text[hi:]
 
 
-def document_idf(chunk_terms: list[frozenset[str]], terms: list[str]) -> dict[str, float]:
-    """Within-document IDF of the question's terms over one document's chunks,
-    ``ln(1 + (n - df + 0.5) / (df + 0.5))`` (Lucene's smoothed IDF with the document's chunks
-    as the collection); terms absent from the document are left out."""
+def document_idf(chunk_terms: list[frozenset[str]], terms: list[str],
+                 collection_df: Mapping[str, int] | None = None,
+                 concentration: float = 0.0) -> dict[str, float]:
+    """Within-document weights of the question's terms over one document's chunks.
+
+    The base is Lucene's smoothed IDF with the document's chunks as the collection,
+    ``ln(1 + (n - df + 0.5) / (df + 0.5))``. With ``collection_df`` (chunks holding each term
+    in the whole index) it is multiplied by ``1 - concentration * df / collection_df``: a term
+    found *only* in this document (a party, product or title word, which is how the question
+    picked the document) says little about which of its chunks answers, while a term spread
+    over many documents ("governed", "laws") is the question's own vocabulary. In a
+    one-document index every term gets the same factor, so nothing changes. Terms absent from
+    the document are left out.
+    """
     n = len(chunk_terms)
     out = {}
     for t in dict.fromkeys(terms):
         df = sum(t in c for c in chunk_terms)
         if df:
-            out[t] = math.log(1 + (n - df + 0.5) / (df + 0.5))
+            weight = math.log(1 + (n - df + 0.5) / (df + 0.5))
+            if collection_df and collection_df.get(t):
+                weight *= 1 - concentration * min(1.0, df / collection_df[t])
+            out[t] = weight
     return out
+
+
+CONCENTRATION = 0.75  # see document_idf
+_CLAUSE_END = re.compile(r"[;:.!?](?=\s)|[；：。！？]")
+
+
+def question_clause(query: str) -> str:
+    """The clause that asks: the text after the last ``;``, ``:`` or sentence end before the
+    question's end, when it holds at least two terms ("Consider the supply agreement between
+    A and B; what is the governing law?" -> "what is the governing law?"); else ``query``."""
+    body = query.rstrip()
+    cuts = [m.end() for m in _CLAUSE_END.finditer(body[:-1])]
+    if not cuts:
+        return query
+    tail = body[cuts[-1]:].strip()
+    return tail if len(tokenize(tail)) >= 2 else query
 
 
 class _Clock:
@@ -216,28 +246,38 @@ class Retriever:
             if (hit.relevance or 0.0) >= min_score and hit.chunk is not None:
                 order.setdefault(hit.chunk.document_id, []).append(hit)
         selected: list[Hit] = []
-        terms = tokenize(query)
+        focus = question_clause(query)
+        terms = tokenize(focus)
+        vec_cache: dict[str, np.ndarray] = {}
         for doc_hits in order.values():
             if len(selected) >= top_k:
                 break
-            picked = self._within_document(terms, query_vec, doc_hits, per_file)
+            picked = self._within_document(terms, query_vec, doc_hits, per_file, focus,
+                                           query, vec_cache)
             selected.extend(h for h in picked if (h.relevance or 0.0) >= min_score)
         return selected[:top_k]
 
     def document_term_weights(self, document_id: str, question: str) -> dict[str, float]:
         """:func:`document_idf` of the question's terms within one document."""
         features = self.store.chunk_features(document_id)
-        return document_idf([f[1] for f in features], tokenize(question))
+        terms = tokenize(question)
+        _, cdf = self.store.term_document_frequencies(list(dict.fromkeys(terms)))
+        return document_idf([f[1] for f in features], terms, cdf, CONCENTRATION)
 
     def _within_document(self, terms: list[str], query_vec: np.ndarray | None,
-                         doc_hits: list[Hit], n: int) -> list[Hit]:
+                         doc_hits: list[Hit], n: int, focus: str = "", query: str = "",
+                         vec_cache: dict[str, np.ndarray] | None = None) -> list[Hit]:
         """The ``n`` chunks of one document that best match the question, judged with
         *within-document* IDF: a term in every chunk of the document (often the name of the
         party or product the question uses to pick the document) says nothing about which
         chunk answers, while a term in one chunk ("governed", "laws") says a lot.
 
         Local score = ``0.5 * local coverage + 0.5 * cosine`` (cosine min-max scaled over the
-        document's chunks); only used to choose among a document's chunks, so the
+        document's chunks). ``terms`` and ``focus`` are those of the question's asking clause
+        (:func:`question_clause`), and the cosine is taken with that clause's embedding, so that
+        "Consider the Sponsorship Agreement between Boyd and Cano; what is the governing law?"
+        looks for the governing-law clause, not the preamble naming the parties; terms found
+        only in this document weigh less (:func:`document_idf`). Only used to choose among a document's chunks, so the
         document order of the fused ranking is kept. Falls back to the fused hits when the
         question has no terms or the document has one chunk.
         """
@@ -247,13 +287,20 @@ class Retriever:
         features = self.store.chunk_features(best.chunk.document_id)
         if len(features) <= 1:
             return doc_hits[:n]
-        idf = document_idf([f[1] for f in features], terms)
+        _, cdf = self.store.term_document_frequencies(list(dict.fromkeys(terms)))
+        idf = document_idf([f[1] for f in features], terms, cdf, CONCENTRATION)
         total = sum(idf.values())
         if total <= 0:
             return doc_hits[:n]
         n_local = len(features)
         vectors = np.stack([f[2] for f in features])
-        cos = vectors @ query_vec if query_vec is not None else np.zeros(n_local)
+        local_vec = query_vec
+        if query_vec is not None and focus and focus != query:
+            cache = vec_cache if vec_cache is not None else {}
+            if focus not in cache:
+                cache[focus] = self.embedder.embed_query(focus)
+            local_vec = cache[focus]
+        cos = vectors @ local_vec if local_vec is not None else np.zeros(n_local)
         span = float(cos.max() - cos.min())
         cos_norm = (cos - cos.min()) / span if span > 0 else np.ones(n_local)
         local = [

@@ -1,0 +1,57 @@
+"""Choosing the chunk of a document that answers: the asking clause and term concentration."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from citewise.retrieve.retriever import document_idf, question_clause
+from tests.conftest import DATASETS
+
+
+@pytest.mark.parametrize(("query", "clause"), [
+    ("Consider the Supply Agreement between A Corp. and B LLC; What is the governing law?",
+     "What is the governing law?"),
+    ("In the kettle manual: how long is the warranty?", "how long is the warranty?"),
+    ("How long is the warranty on the Model K2 kettle?",
+     "How long is the warranty on the Model K2 kettle?"),
+    ("Acme; why?", "Acme; why?"),  # a one-term tail is no question of its own
+    ("合同适用哪国法律？", "合同适用哪国法律？"),
+])
+def test_question_clause(query: str, clause: str) -> None:
+    assert question_clause(query) == clause
+
+
+def test_terms_found_only_in_this_document_weigh_less() -> None:
+    chunks = [frozenset({"boyd", "agreement"}), frozenset({"govern", "law", "agreement"}),
+              frozenset({"agreement"}), frozenset({"boyd"})]
+    plain = document_idf(chunks, ["boyd", "govern"])
+    assert plain["boyd"] == pytest.approx(plain["govern"] * 0 + plain["boyd"])
+    # boyd: 2 of its 2 chunks in the index are here; govern: 1 of 40
+    weighted = document_idf(chunks, ["boyd", "govern"], {"boyd": 2, "govern": 40}, 0.75)
+    assert weighted["boyd"] == pytest.approx(plain["boyd"] * 0.25)
+    assert weighted["govern"] == pytest.approx(plain["govern"] * (1 - 0.75 / 40))
+
+
+def _gold(query_id: str) -> dict:
+    tests = json.loads((DATASETS / "legalbench_rag_sample" / "cuad_spans.mini.dev.json")
+                       .read_text(encoding="utf-8"))["tests"]
+    return next(t for t in tests if t["query_id"] == query_id)
+
+
+def test_contract_questions_get_the_clause_not_the_preamble(make_engine) -> None:
+    """LegalBench-RAG questions name the contract, then ask ("Consider the ... Agreement
+    between X and Y; what is the governing law?"). Before the asking clause was used, the
+    preamble naming the parties won inside every contract and 0 of these found the clause."""
+    ids = ["cuad-0003", "cuad-1342", "cuad-1345", "cuad-1328"]
+    engine = make_engine()
+    files = sorted({DATASETS / "cuad" / "full_contract_txt" / s["file_path"].split("/", 1)[1]
+                    for q in ids for s in _gold(q)["snippets"]})
+    engine.ingest(files)
+    for q in ids:
+        gold = _gold(q)
+        hits = engine.search(gold["query"]).hits
+        spans = [(s["file_path"].split("/", 1)[1], *s["span"]) for s in gold["snippets"]]
+        assert any(h.document.path.endswith(name) and h.chunk.char_start < end
+                   and start < h.chunk.char_end for h in hits for name, start, end in spans), q
