@@ -119,7 +119,8 @@ def test_patterns_and_presence_rules():
     assert strict.verdict is Verdict.DEVIATES and strict.determinate is False
     found = check.check(RULES["non-compete"], clause("Distributor shall not sell competing goods."))
     assert found == CheckResult(
-        Verdict.DEVIATES, "the contract has a Non-Compete clause, which is not accepted")
+        Verdict.DEVIATES, "found a Non-Compete clause; accepted: No non-compete obligation "
+        "binds us.")
 
 
 def test_checker_protocol_and_quote_location():

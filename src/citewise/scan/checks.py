@@ -322,8 +322,8 @@ class DeterministicChecker:
         spec = rule.check
         if isinstance(spec, PresenceCheck):
             if rule.expect == "absent":
-                return CheckResult(Verdict.DEVIATES, f"the contract has a {rule.clause_type} "
-                                   "clause, which is not accepted")
+                return CheckResult(Verdict.DEVIATES, f"found a {rule.clause_type} clause; "
+                                   f"accepted: {rule.accepts}")
             return CheckResult(Verdict.COMPLIANT, f"a {rule.clause_type} clause is present")
         if isinstance(spec, JurisdictionCheck):
             return check_jurisdiction(spec, clause)

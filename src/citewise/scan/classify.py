@@ -230,15 +230,13 @@ class ClauseClassifier:
 
 
 def _chunk_at(chunks: Sequence[Chunk], offset: int) -> Chunk | None:
-    """The last chunk (sorted by start) starting at or before ``offset`` whose span holds it,
-    else the nearest one before it."""
+    """The first chunk (``chunks`` sorted by start) whose span holds ``offset``; if none does,
+    the last chunk starting before it; None if there are no chunks."""
     best = None
     for c in chunks:
         if c.char_start > offset:
             break
-        best = c
         if c.char_end > offset:
-            found = c
-            # later chunks may also hold it (overlap); keep the first that does
-            return found
+            return c
+        best = c
     return best
