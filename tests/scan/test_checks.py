@@ -119,7 +119,7 @@ def test_patterns_and_presence_rules():
     assert strict.verdict is Verdict.DEVIATES and strict.determinate is False
     found = check.check(RULES["non-compete"], clause("Distributor shall not sell competing goods."))
     assert found == CheckResult(
-        Verdict.DEVIATES, "found a Non-Compete clause; accepted: No non-compete obligation "
+        Verdict.DEVIATES, "Non-Compete clause found; accepted: No non-compete obligation "
         "binds us.")
 
 

@@ -52,8 +52,10 @@ def test_clause_finding_floor_on_a_fixed_eval_subset(engine):
     assert correct / cited >= FLOOR_PRECISION, (correct, cited)
 
 
-FLOOR_CORRECT = 0
-FLOOR_PRECISION = 0.0
+#: Measured 14 correct of 15 cited (20 annotated) when the prototypes were built; a floor
+#: one clause below that.
+FLOOR_CORRECT = 13
+FLOOR_PRECISION = 0.85
 
 
 def test_scan_a_three_page_contract_with_progress(engine, tmp_path):

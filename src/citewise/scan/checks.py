@@ -322,7 +322,7 @@ class DeterministicChecker:
         spec = rule.check
         if isinstance(spec, PresenceCheck):
             if rule.expect == "absent":
-                return CheckResult(Verdict.DEVIATES, f"found a {rule.clause_type} clause; "
+                return CheckResult(Verdict.DEVIATES, f"{rule.clause_type} clause found; "
                                    f"accepted: {rule.accepts}")
             return CheckResult(Verdict.COMPLIANT, f"a {rule.clause_type} clause is present")
         if isinstance(spec, JurisdictionCheck):
