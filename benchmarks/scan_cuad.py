@@ -39,8 +39,10 @@ def _ratio(a: int, b: int) -> float | None:
 
 
 def evaluate(cuad: Path, split: str = "eval", limit: int = 0, playbook: str = "default",
-             home: Path | None = None, progress: bool = False, ingest: bool = True) -> dict:
-    """Per-type counts and ratios as a dict (see the module docstring)."""
+             home: Path | None = None, progress: bool = False, ingest: bool = True,
+             partial: Path | None = None) -> dict:
+    """Per-type counts and ratios as a dict (see the module docstring); with ``partial``, the
+    figures so far are rewritten to that JSON file after every contract."""
     contracts = load_contracts(cuad, split)
     if limit:
         contracts = contracts[:limit]
@@ -78,6 +80,15 @@ def evaluate(cuad: Path, split: str = "eval", limit: int = 0, playbook: str = "d
                 c["correct"] += any(overlaps((x.char_start, x.char_end), gold) for x in cited)
             if progress:
                 print(f"{i}/{len(contracts)} {contract.file[:60]}", file=sys.stderr, flush=True)
+            if partial is not None:
+                partial.write_text(json.dumps(_summary(counts, types, i, split, ingest, book.name,
+                                                       seconds, chars, shifted), indent=1))
+    return _summary(counts, types, len(contracts), split, ingest, book.name, seconds, chars,
+                    shifted)
+
+
+def _summary(counts: dict, types: list[str], n: int, split: str, ingest: bool, playbook: str,
+             seconds: float, chars: float, shifted: int) -> dict:
     rows = []
     for t in types:
         c = counts[t]
@@ -88,10 +99,10 @@ def evaluate(cuad: Path, split: str = "eval", limit: int = 0, playbook: str = "d
                      "detect_precision": _ratio(c["detected"], c["predicted"]),
                      "detect_recall": _ratio(c["detected"], c["gold"])})
     total = {k: sum(counts[t][k] for t in types) for k in ("gold", "predicted", "correct")}
-    return {"split": split, "ingest": ingest, "contracts": len(contracts), "playbook": book.name, "rows": rows,
+    return {"split": split, "ingest": ingest, "contracts": n, "playbook": playbook, "rows": rows,
             "micro_precision": _ratio(total["correct"], total["predicted"]),
             "micro_recall": _ratio(total["correct"], total["gold"]),
-            "seconds_per_contract": round(seconds / max(len(contracts), 1), 2),
+            "seconds_per_contract": round(seconds / max(n, 1), 2),
             "seconds_per_10k_chars": round(seconds / max(chars, 1) * 10000, 2),
             "contracts_with_shifted_offsets": shifted}
 
@@ -106,9 +117,10 @@ def main() -> None:
                     help="parse and classify only (no index, no chunk embeddings): same flags "
                     "without chunk ids, about half the time")
     ap.add_argument("--format", choices=["json", "markdown"], default="markdown")
+    ap.add_argument("--partial", type=Path, help="rewrite the figures so far to this JSON file")
     args = ap.parse_args()
     result = evaluate(args.cuad, args.split, args.limit, args.playbook, progress=True,
-                      ingest=not args.no_ingest)
+                      ingest=not args.no_ingest, partial=args.partial)
     if args.format == "json":
         print(json.dumps(result, indent=1))
         return
