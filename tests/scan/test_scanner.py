@@ -64,10 +64,12 @@ def test_scan_a_three_page_contract_with_progress(engine, tmp_path):
     path.write_bytes(src.read_bytes())
     steps = []
     report = engine.scan(path, "default", progress=lambda s, i, n: steps.append((s, i, n)))
-    assert steps == [("ingest", 0, 4), ("classify", 1, 4), ("check", 2, 4), ("report", 3, 4),
-                     ("done", 4, 4)]
-    assert set(report.timings_ms) == {"ingest_ms", "classify_ms", "check_ms", "report_ms"}
-    assert sum(report.timings_ms.values()) < 30_000  # seconds, not minutes, on 2 shared cores
+    assert steps == [("load", 0, 5), ("ingest", 1, 5), ("classify", 2, 5), ("check", 3, 5),
+                     ("report", 4, 5), ("done", 5, 5)]
+    assert set(report.timings_ms) == {"load_ms", "ingest_ms", "classify_ms", "check_ms",
+                                      "report_ms"}
+    # seconds, not minutes, on 2 shared cores (model loading excluded)
+    assert sum(report.timings_ms.values()) - report.timings_ms["load_ms"] < 20_000
     assert engine.store.document(report.document.id).path == "co-branding.txt"
     flags = {f.rule: f for f in report.flags}
     assert len(flags) == 11

@@ -2,6 +2,7 @@
 
 Steps (each reported through the progress callback as ``(step, done, total)``):
 
+0. ``load``: the embedding model and the clause prototypes are loaded (once per scanner);
 1. ``ingest``: the file is indexed through the engine's ingest pipeline like any other
    document (so it can be searched and cited), and parsed for its text;
 2. ``classify``: the document is cut into clause units, each scored against every CUAD clause
@@ -42,7 +43,7 @@ QUOTE_CHARS = 600
 _VERDICT_ORDER = {Verdict.DEVIATES: 0, Verdict.MISSING: 1, Verdict.COMPLIANT: 2}
 
 ScanProgressFn = Callable[[str, int, int], None]  # (step, done, total)
-STEPS = ("ingest", "classify", "check", "report")
+STEPS = ("load", "ingest", "classify", "check", "report")
 
 
 @dataclass(frozen=True)
@@ -138,6 +139,8 @@ class Scanner:
 
         file = Path(path).expanduser().resolve()
         step(0)
+        self.classifier  # noqa: B018 - load the model and prototypes, timed as their own step
+        step(1)
         report = self.engine.ingest([file])
         failed = [f for f in report.files if f.status == "failed"]
         if failed:
@@ -153,17 +156,17 @@ class Scanner:
     def check_document(self, document: Document, parsed: ParsedDocument,
                        chunks: Sequence[Chunk] = (), step: Callable[[int], None] | None = None,
                        timings: dict[str, float] | None = None) -> ScanReport:
-        """Classify and check an already-indexed (or only parsed) document: steps 2-4 of
-        :meth:`scan`. ``chunks`` tie citations to chunk ids (empty: ``chunk_id`` is "")."""
+        """Classify and check an already-indexed (or only parsed) document: the classify, check
+        and report steps of :meth:`scan`. ``chunks`` tie citations to chunk ids (empty: ``chunk_id`` is "")."""
         step = step or (lambda i: None)
-        step(1)
-        labelled = self.classifier.classify(document_units(parsed), chunks)
         step(2)
-        flags = [self._flag(rule, labelled, document, parsed) for rule in self.playbook.rules]
+        labelled = self.classifier.classify(document_units(parsed), chunks)
         step(3)
+        flags = [self._flag(rule, labelled, document, parsed) for rule in self.playbook.rules]
+        step(4)
         order = {r.id: i for i, r in enumerate(self.playbook.rules)}
         flags.sort(key=lambda f: (f.severity.rank, _VERDICT_ORDER[f.verdict], order[f.rule]))
-        step(4)
+        step(5)
         return ScanReport(document, self.playbook.name, tuple(flags),
                           tuple(lab for lab in labelled if lab.scores), dict(timings or {}))
 
