@@ -9,6 +9,7 @@ import pytest
 from citewise.eval.cuad import load_contracts, overlaps
 from citewise.ingest.parsers.base import parser_for
 from citewise.scan.checks import Verdict
+from citewise.scan.classify import chunk_types
 from citewise.scan.playbook import load_playbook
 from citewise.scan.scanner import Scanner
 from citewise.types import Document
@@ -82,6 +83,9 @@ def test_scan_a_three_page_contract_with_progress(engine, tmp_path):
     assert overlaps((law.citation.char_start, law.citation.char_end), [(5349, 5474)])
     assert law.quote == " ".join(text[law.citation.char_start:law.citation.char_end].split())
     assert law.citation.line_start is not None and law.citation.chunk_id
+    by_chunk = chunk_types(report.clauses)
+    assert "Governing Law" in by_chunk[law.citation.chunk_id]
+    assert by_chunk[law.citation.chunk_id]["Governing Law"] >= law.score
     notice = flags["termination-for-convenience"]
     assert (notice.verdict, notice.explanation) == (
         Verdict.COMPLIANT, "states 'thirty (30) days', within 90 days")

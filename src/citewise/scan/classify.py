@@ -229,6 +229,19 @@ class ClauseClassifier:
         return self.scores(self.embedder.embed_documents([u.text for u in units]))
 
 
+def chunk_types(labelled: Sequence[Labelled]) -> dict[str, dict[str, float]]:
+    """The clause types of each chunk: chunk id -> {type: best unit score in the chunk}, types
+    best first; chunks with no typed unit are left out."""
+    out: dict[str, dict[str, float]] = {}
+    for lab in labelled:
+        if lab.chunk is None:
+            continue
+        types = out.setdefault(lab.chunk.id, {})
+        for t, score in lab.scores.items():
+            types[t] = max(score, types.get(t, score))
+    return {cid: dict(sorted(ts.items(), key=lambda kv: -kv[1])) for cid, ts in out.items() if ts}
+
+
 def _chunk_at(chunks: Sequence[Chunk], offset: int) -> Chunk | None:
     """The first chunk (``chunks`` sorted by start) whose span holds ``offset``; if none does,
     the last chunk starting before it; None if there are no chunks."""
