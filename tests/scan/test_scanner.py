@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
-
 from citewise.eval.cuad import load_contracts, overlaps
 from citewise.ingest.parsers.base import parser_for
 from citewise.scan.checks import Verdict
