@@ -1,5 +1,5 @@
 """The ``citewise`` command line (Typer): ingest, ask, chat, serve, search, status, reindex,
-eval."""
+scan, eval."""
 
 from __future__ import annotations
 
@@ -322,6 +322,45 @@ def reindex() -> None:
             report = engine.reindex(progress=update)
     console.print(f"re-indexed {report.count('added')} documents, {report.chunks} chunks "
                   f"in {report.seconds:.1f} s; {report.count('failed')} failed")
+
+
+_SEVERITY_STYLE = {"high": "bold red", "medium": "yellow", "low": "cyan"}
+_VERDICT_STYLE = {"deviates": "red", "missing": "magenta", "compliant": "green"}
+
+
+@app.command()
+def scan(
+    file: Annotated[Path, typer.Argument(help="The contract to check (PDF, DOCX, text...).")],
+    playbook: Annotated[str, typer.Option(
+        "--playbook", "-p", help="A bundled playbook name or a YAML file path.")] = "default",
+    fmt: FormatOpt = OutputFormat.text,
+) -> None:
+    """Check a document against a playbook; flags sorted by severity, each with a citation."""
+    with _errors():
+        engine = _engine()
+        with _progress("scanning", fmt is OutputFormat.text and sys.stderr.isatty()) as update:
+            report = engine.scan(file, playbook, progress=update)
+    if fmt is OutputFormat.json:
+        print(json.dumps(report.to_json(), ensure_ascii=False))
+        return
+    table = Table(title=f"{escape(report.document.path)} - playbook {escape(report.playbook)}",
+                  show_lines=True)
+    for col in ("severity", "rule", "verdict", "explanation", "where"):
+        table.add_column(col, overflow="fold")
+    for f in report.flags:
+        c = f.citation
+        where = "-" if c is None else (
+            (f"p. {c.page}" if c.page is not None else
+             f"lines {c.line_start}-{c.line_end}" if c.line_start is not None else "")
+            + (f", {' > '.join(c.section)}" if c.section else "")
+            + f"\nchars {c.char_start}-{c.char_end}")
+        table.add_row(f"[{_SEVERITY_STYLE[f.severity.value]}]{f.severity.value}[/]",
+                      escape(f.title), f"[{_VERDICT_STYLE[f.verdict.value]}]{f.verdict.value}[/]",
+                      escape(f.explanation), escape(where.lstrip(", ")))
+    console.print(table)
+    counts = ", ".join(f"{sum(f.verdict.value == v for f in report.flags)} {v}"
+                       for v in ("deviates", "missing", "compliant"))
+    console.print(f"{counts}; {sum(report.timings_ms.values()) / 1000:.1f} s")
 
 
 ModelsOpt = Annotated[str, typer.Option(help="Comma-separated embedding models.")]

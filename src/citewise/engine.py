@@ -11,7 +11,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from citewise.answer.answerer import NO_DOCUMENTS, NOT_FOUND, to_evidence
 from citewise.answer.extractive import ExtractiveAnswerer, idf_table
@@ -27,6 +27,10 @@ from citewise.retrieve.retriever import Retriever, SearchResult, clean_query
 from citewise.store.factory import open_store
 from citewise.store.sqlite import SQLiteStore
 from citewise.types import Answer, DoneEvent, Event, StatusEvent
+
+if TYPE_CHECKING:
+    from citewise.scan.checks import Checker
+    from citewise.scan.scanner import ScanProgressFn, ScanReport
 
 log = logging.getLogger(__name__)
 
@@ -189,6 +193,20 @@ class Engine:
             if isinstance(event, DoneEvent):
                 return event.answer
         raise AssertionError("ask_stream ended without a DoneEvent")  # pragma: no cover
+
+    # --- scan ---------------------------------------------------------------------------
+    def scan(self, path: str | Path, playbook: str | Path = "default", *,
+             checker: Checker | None = None,
+             progress: ScanProgressFn | None = None) -> ScanReport:
+        """Ingest ``path`` and check it against a playbook (bundled name or YAML path); flags
+        sorted by severity. ``checker`` defaults to the deterministic checker. Raises
+        ConfigError for a bad playbook, DocumentError when the file cannot be indexed."""
+        from citewise.scan.playbook import load_playbook
+        from citewise.scan.scanner import Scanner
+
+        self.check_model()
+        book = load_playbook(playbook)
+        return Scanner(self, book, checker).scan(path, progress)
 
     def _not_found(self, text: str) -> str:
         """The not-found reply, naming files that could not be read (they may hold it)."""

@@ -1,0 +1,194 @@
+"""Build ``src/citewise/scan/data/cuad_<model>.npz``: clause-type prototypes and thresholds.
+
+Prototypes come only from the CUAD ``train`` contracts and thresholds only from the
+``calibrate`` contracts (see :mod:`citewise.eval.cuad`); the ``eval`` contracts that
+``benchmarks/scan_cuad.py`` measures on are never read here.
+
+1. Example units: every annotated clause of a train contract, cut into clause units
+   (:func:`citewise.scan.classify.split_units`); at most ``--per-type`` per type (seeded sample).
+2. Background units: up to 20 units per train contract that overlap no annotation at all.
+3. Each group is embedded and reduced to at most ``--centroids`` (types) or
+   ``--background`` (background) spherical k-means centroids, stored as float16.
+4. Thresholds: for each calibrate contract and type, the best-scoring unit; the threshold that
+   maximises F1 of "the best unit overlaps an annotated clause" is kept per type.
+
+Usage::
+
+    CITEWISE_THREADS=1 python benchmarks/build_scan_prototypes.py ../shared/datasets/cuad
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import random
+import time
+from pathlib import Path
+
+import numpy as np
+
+from citewise.eval.cuad import load_contracts, overlaps
+from citewise.ingest.parsers.base import parser_for
+from citewise.retrieve.embedding import load_embedder
+from citewise.scan.classify import (
+    DEFAULT_THRESHOLD, ClauseClassifier, Prototypes, document_units, split_units,
+)
+from citewise.scan.clause_types import CLAUSE_TYPES
+
+OUT = Path(__file__).resolve().parents[1] / "src" / "citewise" / "scan" / "data"
+
+
+def kmeans(x: np.ndarray, k: int, seed: int = 0, iters: int = 20) -> np.ndarray:
+    """Spherical k-means: at most ``k`` L2-normalised centroids of the rows of ``x``."""
+    if len(x) <= k:
+        return x
+    rng = np.random.default_rng(seed)
+    c = x[rng.choice(len(x), k, replace=False)]
+    for _ in range(iters):
+        assign = np.argmax(x @ c.T, axis=1)
+        for j in range(k):
+            members = x[assign == j]
+            if len(members):
+                m = members.sum(axis=0)
+                c[j] = m / max(np.linalg.norm(m), 1e-12)
+    return c
+
+
+class Cache:
+    """Unit embeddings keyed by sha1 of the text, kept in one .npz between runs."""
+
+    def __init__(self, path: Path, embedder) -> None:  # type: ignore[no-untyped-def]
+        self.path, self.embedder = path, embedder
+        self.data: dict[str, np.ndarray] = {}
+        if path.is_file():
+            with np.load(path) as npz:
+                self.data = dict(zip(npz["keys"], npz["vectors"], strict=True))
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        keys = [hashlib.sha1(t.encode()).hexdigest() for t in texts]
+        todo = {k: t for k, t in zip(keys, texts, strict=True) if k not in self.data}
+        if todo:
+            vecs = self.embedder.embed_documents(list(todo.values()))
+            self.data.update(zip(todo, vecs, strict=True))
+            np.savez(self.path, keys=np.array(list(self.data)),
+                     vectors=np.stack(list(self.data.values())))
+        return np.stack([self.data[k] for k in keys]) if keys else np.zeros((0, 1))
+
+
+def units_of(path: Path):  # type: ignore[no-untyped-def]
+    data = path.read_bytes()
+    parsed = parser_for(path, data).parse(path, data)
+    return parsed.text, document_units(parsed)
+
+
+def best_f1_threshold(best: list[tuple[float, bool]], positives: int) -> tuple[float, float]:
+    """(threshold, F1) maximising F1 over (best score, best unit is right) per contract."""
+    top = (DEFAULT_THRESHOLD, 0.0)
+    for thr in sorted({round(s, 4) for s, _ in best}):
+        tp = sum(1 for s, ok in best if s >= thr and ok)
+        predicted = sum(1 for s, _ in best if s >= thr)
+        if not tp:
+            continue
+        p, r = tp / predicted, tp / max(positives, 1)
+        f1 = 2 * p * r / (p + r)
+        if f1 > top[1]:
+            top = (thr, f1)
+    return top
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("cuad", type=Path)
+    ap.add_argument("--model", default="minilm")
+    ap.add_argument("--per-type", type=int, default=400)
+    ap.add_argument("--centroids", type=int, default=24)
+    ap.add_argument("--background", type=int, default=256)
+    ap.add_argument("--background-per-contract", type=int, default=20)
+    ap.add_argument("--calibrate-limit", type=int, default=0,
+                    help="calibrate on the first N calibrate contracts by name (0 = all)")
+    ap.add_argument("--min-positives", type=int, default=5,
+                    help="types annotated in fewer calibrate contracts use the pooled threshold")
+    ap.add_argument("--cache", type=Path, default=Path("/tmp/citewise_scan_cache.npz"))
+    args = ap.parse_args()
+    started = time.perf_counter()
+    embedder = load_embedder(args.model, int(os.environ.get("CITEWISE_THREADS", "1")))
+    cache = Cache(args.cache, embedder)
+    rng = random.Random(7)
+
+    examples: dict[str, list[str]] = {t: [] for t in CLAUSE_TYPES}
+    background: list[str] = []
+    for contract in load_contracts(args.cuad, "train"):
+        text, units = units_of(contract.path)
+        raw = contract.text()
+        for ctype, spans in contract.spans.items():
+            for s, e in spans:
+                examples[ctype].extend(u.text for u in split_units(raw, s, e))
+        every = [g for spans in contract.spans.values() for g in spans]
+        free = [u.text for u in units if not overlaps((u.start, u.end), every)]
+        background.extend(rng.sample(free, min(args.background_per_contract, len(free))))
+    vectors, owner = [], []
+    labels = tuple(CLAUSE_TYPES)
+    for j, ctype in enumerate(labels):
+        texts = examples[ctype]
+        texts = rng.sample(texts, min(args.per_type, len(texts)))
+        if not texts:
+            continue
+        c = kmeans(cache.embed(texts), args.centroids)
+        vectors.append(c)
+        owner.extend([j] * len(c))
+        print(f"{ctype:<36} {len(examples[ctype]):>5} units -> {len(c)} centroids", flush=True)
+    bg = kmeans(cache.embed(background), args.background)
+    vectors.append(bg)
+    owner.extend([-1] * len(bg))
+    print(f"background {len(background)} units -> {len(bg)} centroids", flush=True)
+
+    proto = Prototypes(args.model, labels, np.concatenate(vectors).astype(np.float32),
+                       np.array(owner, dtype=np.int64), {})
+    desc = embedder.embed_documents([f"{t}: {CLAUSE_TYPES[t]}" for t in labels])
+    proto = Prototypes(args.model, labels, np.concatenate([desc, proto.vectors]),
+                       np.concatenate([np.arange(len(labels)), proto.owner]), {})
+    classifier = ClauseClassifier(embedder, proto)
+
+    best: dict[str, list[tuple[float, bool]]] = {t: [] for t in labels}
+    positives = dict.fromkeys(labels, 0)
+    calib = load_contracts(args.cuad, "calibrate")
+    if args.calibrate_limit:
+        calib = calib[: args.calibrate_limit]
+    for i, contract in enumerate(calib, 1):
+        _, units = units_of(contract.path)
+        if not units:
+            continue
+        scores = classifier.scores(cache.embed([u.text for u in units]))
+        for j, ctype in enumerate(labels):
+            k = int(np.argmax(scores[:, j]))
+            gold = contract.spans.get(ctype, [])
+            positives[ctype] += bool(gold)
+            best[ctype].append((float(scores[k, j]), overlaps((units[k].start, units[k].end), gold)))
+        print(f"calibrate {i}/{len(calib)}", flush=True)
+    # one pooled threshold for types with too few calibration contracts to tune their own
+    pooled, pooled_f1 = best_f1_threshold([b for t in labels for b in best[t]],
+                                          sum(positives.values()))
+    print(f"pooled threshold {pooled:+.4f} F1 {pooled_f1:.3f}")
+    thresholds = {}
+    for ctype in labels:
+        thr, f1 = best_f1_threshold(best[ctype], positives[ctype])
+        if positives[ctype] < args.min_positives:
+            thr = pooled
+        thresholds[ctype] = thr
+        print(f"{ctype:<36} threshold {thr:+.4f} calibration F1 {f1:.3f} "
+              f"({positives[ctype]} contracts)")
+    OUT.mkdir(parents=True, exist_ok=True)
+    n_desc = len(labels)
+    np.savez_compressed(
+        OUT / f"cuad_{args.model}.npz",
+        labels=np.array(labels), owner=proto.owner[n_desc:],
+        vectors=proto.vectors[n_desc:].astype(np.float16),
+        threshold_labels=np.array(list(thresholds)),
+        thresholds=np.array(list(thresholds.values()), dtype=np.float32),
+    )
+    print(f"wrote {OUT / f'cuad_{args.model}.npz'} in {time.perf_counter() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,255 @@
+"""Clause-type classification by embedding similarity to prototypes of each CUAD category.
+
+A document is cut into *clause units* (:func:`document_units`): sentences of its paragraphs,
+with a short heading-like sentence ("12. Governing Law.") joined to the sentence after it and a
+very long sentence cut at semicolons. Each unit is embedded with the index's embedding model
+and compared with the *prototypes* of every clause type:
+
+* the embedded description of the type (:data:`citewise.scan.clause_types.CLAUSE_TYPES`) and
+  the examples a playbook gives for it, and
+* for the bundled ``minilm`` model, centroids of example clauses from CUAD training contracts
+  plus centroids of ordinary contract sentences that belong to no category (the *background*),
+  shipped in ``scan/data/cuad_minilm.npz`` (built by ``benchmarks/build_scan_prototypes.py``
+  from contracts disjoint from the evaluation contracts).
+
+The score of unit ``u`` for type ``t`` is ``sim(u, t) - sim(u, background)``, where each
+``sim`` is the mean of the 3 highest cosine similarities to that group's prototypes: a margin
+in [-2, 2], higher meaning more typical of ``t`` than of ordinary contract text. A unit carries
+type ``t`` when its score reaches the type's threshold (calibrated per type on held-apart CUAD
+contracts; :data:`DEFAULT_THRESHOLD` otherwise). A chunk carries the types of its units.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import resources
+
+import numpy as np
+
+from citewise.retrieve.embedding import Embedder
+from citewise.scan.clause_types import CLAUSE_TYPES
+from citewise.types import BlockKind, Chunk, ParsedDocument
+
+#: Score threshold of a type with no calibrated value (description-only prototypes).
+DEFAULT_THRESHOLD = 0.12
+#: Similarities averaged per prototype group.
+TOP_N = 3
+#: Units shorter than this (characters) are joined to the next unit of the same paragraph.
+MIN_UNIT_CHARS = 40
+#: Units longer than this are cut at semicolons or line breaks.
+MAX_UNIT_CHARS = 1200
+
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?])[\"”')]*\s+(?=[\"“(\[]?[A-Z0-9])|\n[ \t]*\n\s*")
+_SOFT_BREAK = re.compile(r"(?<=;)\s+|\n")
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A clause-sized span of a document: ``text == doc_text[start:end]`` (end exclusive)."""
+
+    text: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Labelled:
+    """A unit with its best clause types: ``scores`` maps type -> score (margin, higher is more
+    typical of the type) for every type at or above its threshold, best first."""
+
+    unit: Unit
+    chunk: Chunk | None
+    scores: dict[str, float]
+
+
+def _cut(text: str, start: int, end: int, pattern: re.Pattern[str]) -> list[tuple[int, int]]:
+    spans, pos = [], start
+    for m in pattern.finditer(text, start, end):
+        if m.start() > pos:
+            spans.append((pos, m.start()))
+        pos = m.end()
+    if pos < end:
+        spans.append((pos, end))
+    return spans
+
+
+def split_units(text: str, start: int = 0, end: int | None = None) -> list[Unit]:
+    """Clause units of ``text[start:end]`` in order, offsets into ``text``.
+
+    Sentences end at ``.``, ``!`` or ``?`` followed by a capital or digit, and at blank lines;
+    a piece shorter than :data:`MIN_UNIT_CHARS` is joined to the next one; a piece longer than
+    :data:`MAX_UNIT_CHARS` is cut at semicolons and line breaks.
+    """
+    end = len(text) if end is None else end
+    spans: list[tuple[int, int]] = []
+    for s, e in _cut(text, start, end, _SENTENCE_BREAK):
+        if e - s > MAX_UNIT_CHARS:
+            spans.extend(_cut(text, s, e, _SOFT_BREAK))
+        else:
+            spans.append((s, e))
+    units: list[Unit] = []
+    carry: int | None = None
+    for s, e in spans:
+        while s < e and text[s].isspace():
+            s += 1
+        while e > s and text[e - 1].isspace():
+            e -= 1
+        if s >= e:
+            continue
+        s = carry if carry is not None else s
+        if e - s < MIN_UNIT_CHARS:
+            carry = s
+            continue
+        carry = None
+        units.append(Unit(text[s:e], s, e))
+    if carry is not None:
+        if units and carry >= units[-1].start:  # a short tail joins the unit before it
+            last = units.pop()
+            units.append(Unit(text[last.start:end].rstrip(), last.start,
+                              last.start + len(text[last.start:end].rstrip())))
+        else:
+            tail = text[carry:end].strip()
+            if tail:
+                units.append(Unit(tail, carry, carry + len(tail)))
+    return units
+
+
+def document_units(parsed: ParsedDocument) -> list[Unit]:
+    """Clause units of every non-heading block of ``parsed``, in document order."""
+    units: list[Unit] = []
+    for block in parsed.blocks:
+        if block.kind is BlockKind.HEADING or block.kind is BlockKind.CODE:
+            continue
+        units.extend(split_units(parsed.text, block.start, block.end))
+    return units
+
+
+@dataclass(frozen=True)
+class Prototypes:
+    """Prototype vectors per clause type.
+
+    ``vectors``: float32, shape (m, dim), L2-normalised; ``owner``: int, shape (m,), index into
+    ``labels`` of each vector's type, or -1 for a background vector; ``thresholds``: score
+    threshold per type (types missing here use :data:`DEFAULT_THRESHOLD`).
+    """
+
+    model: str
+    labels: tuple[str, ...]
+    vectors: np.ndarray
+    owner: np.ndarray
+    thresholds: dict[str, float]
+
+    def extended(self, embedder: Embedder, examples: dict[str, Sequence[str]]) -> Prototypes:
+        """A copy with the given example texts per type added as prototypes."""
+        texts = [(t, x) for t, xs in examples.items() for x in xs if t in self.labels]
+        if not texts:
+            return self
+        vectors = embedder.embed_documents([x for _, x in texts])
+        owner = np.array([self.labels.index(t) for t, _ in texts], dtype=np.int64)
+        return Prototypes(self.model, self.labels, np.concatenate([self.vectors, vectors]),
+                          np.concatenate([self.owner, owner]), self.thresholds)
+
+
+def bundled_path(model: str) -> str:
+    return f"cuad_{model}.npz"
+
+
+def load_prototypes(embedder: Embedder) -> Prototypes:
+    """Descriptions of every type, plus the bundled CUAD prototypes and calibrated thresholds
+    when they exist for ``embedder`` (only ``minilm`` ships them)."""
+    labels = tuple(CLAUSE_TYPES)
+    vectors = embedder.embed_documents([f"{t}: {CLAUSE_TYPES[t]}" for t in labels])
+    owner = np.arange(len(labels), dtype=np.int64)
+    thresholds: dict[str, float] = {}
+    data = resources.files("citewise.scan").joinpath("data", bundled_path(embedder.name))
+    if data.is_file():
+        with data.open("rb") as fh, np.load(fh, allow_pickle=False) as npz:
+            names = [str(x) for x in npz["labels"]]
+            index = {t: labels.index(t) for t in names}
+            extra_owner = np.array([index[names[i]] if i >= 0 else -1 for i in npz["owner"]],
+                                   dtype=np.int64)
+            vectors = np.concatenate([vectors, npz["vectors"].astype(np.float32)])
+            owner = np.concatenate([owner, extra_owner])
+            thresholds = {str(t): float(v) for t, v in zip(npz["threshold_labels"],
+                                                           npz["thresholds"], strict=True)}
+    return Prototypes(embedder.name, labels, vectors, owner, thresholds)
+
+
+def _top_mean(sims: np.ndarray, n: int = TOP_N) -> np.ndarray:
+    """Mean of the ``n`` largest values of each row (all of them if fewer); shape (rows,)."""
+    if sims.shape[1] == 0:
+        return np.zeros(sims.shape[0], dtype=np.float32)
+    n = min(n, sims.shape[1])
+    part = np.partition(sims, sims.shape[1] - n, axis=1)[:, -n:]
+    return part.mean(axis=1)
+
+
+class ClauseClassifier:
+    """Scores clause units against every clause type (see the module docstring)."""
+
+    def __init__(self, embedder: Embedder, prototypes: Prototypes) -> None:
+        self.embedder = embedder
+        self.prototypes = prototypes
+
+    def scores(self, vectors: np.ndarray) -> np.ndarray:
+        """Type scores of unit vectors: float32, shape (n, len(labels)); column order is
+        ``prototypes.labels``; higher is more typical of the type than of ordinary text."""
+        p = self.prototypes
+        sims = vectors @ p.vectors.T
+        background = p.owner == -1
+        base = _top_mean(sims[:, background]) if background.any() else np.zeros(len(vectors))
+        out = np.empty((len(vectors), len(p.labels)), dtype=np.float32)
+        for j in range(len(p.labels)):
+            out[:, j] = _top_mean(sims[:, p.owner == j]) - base
+        return out
+
+    def threshold(self, clause_type: str) -> float:
+        return self.prototypes.thresholds.get(clause_type, DEFAULT_THRESHOLD)
+
+    def classify(self, units: Sequence[Unit], chunks: Sequence[Chunk] = ()) -> list[Labelled]:
+        """Every unit with the types it reaches the threshold of (possibly none), each unit
+        tied to the chunk (by ordinal order) whose span holds its start."""
+        if not units:
+            return []
+        matrix = self.scores(self.embedder.embed_documents([u.text for u in units]))
+        ordered = sorted(chunks, key=lambda c: c.char_start)
+        thresholds = np.array([self.threshold(t) for t in self.prototypes.labels])
+        out = []
+        for unit, row in zip(units, matrix, strict=True):
+            hits = np.flatnonzero(row >= thresholds)
+            scores = {self.prototypes.labels[j]: float(row[j])
+                      for j in sorted(hits, key=lambda j: -row[j])}
+            out.append(Labelled(unit, _chunk_at(ordered, unit.start), scores))
+        return out
+
+    def all_scores(self, units: Sequence[Unit]) -> np.ndarray:
+        """:meth:`scores` of the units' embeddings (benchmarks and calibration)."""
+        return self.scores(self.embedder.embed_documents([u.text for u in units]))
+
+
+def chunk_types(labelled: Sequence[Labelled]) -> dict[str, dict[str, float]]:
+    """The clause types of each chunk: chunk id -> {type: best unit score in the chunk}, types
+    best first; chunks with no typed unit are left out."""
+    out: dict[str, dict[str, float]] = {}
+    for lab in labelled:
+        if lab.chunk is None:
+            continue
+        types = out.setdefault(lab.chunk.id, {})
+        for t, score in lab.scores.items():
+            types[t] = max(score, types.get(t, score))
+    return {cid: dict(sorted(ts.items(), key=lambda kv: -kv[1])) for cid, ts in out.items() if ts}
+
+
+def _chunk_at(chunks: Sequence[Chunk], offset: int) -> Chunk | None:
+    """The first chunk (``chunks`` sorted by start) whose span holds ``offset``; if none does,
+    the last chunk starting before it; None if there are no chunks."""
+    best = None
+    for c in chunks:
+        if c.char_start > offset:
+            break
+        if c.char_end > offset:
+            return c
+        best = c
+    return best

@@ -1,0 +1,241 @@
+"""The contract scan: ingest a document, classify its clauses, check each playbook rule.
+
+Steps (each reported through the progress callback as ``(step, done, total)``):
+
+0. ``load``: the embedding model and the clause prototypes are loaded (once per scanner);
+1. ``ingest``: the file is indexed through the engine's ingest pipeline like any other
+   document (so it can be searched and cited), and parsed for its text;
+2. ``classify``: the document is cut into clause units, each scored against every CUAD clause
+   type (:mod:`citewise.scan.classify`);
+3. ``check``: for each rule, the units carrying its clause type are candidates, best first
+   (classifier score, plus :data:`KEYWORD_BONUS` when one of the rule's keywords occurs); the
+   checker judges up to ``candidates`` of them and the first determinate result is kept;
+4. ``report``: one :class:`Flag` per rule, sorted by severity (high first), then verdict
+   (deviates, missing, compliant), then playbook order.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from citewise.errors import CorruptDocumentError, DocumentError
+from citewise.ingest.parsers.base import parser_for
+from citewise.ingest.pipeline import document_id
+from citewise.scan.checks import CheckResult, Checker, Clause, DeterministicChecker, Verdict
+from citewise.scan.classify import (
+    ClauseClassifier, Labelled, document_units, load_prototypes,
+)
+from citewise.scan.playbook import Playbook, Rule, Severity
+from citewise.types import Block, Chunk, Citation, Document, ParsedDocument
+
+if TYPE_CHECKING:
+    from citewise.engine import Engine
+
+#: Added to a candidate's score when one of the rule's keywords occurs in it.
+KEYWORD_BONUS = 0.03
+#: Characters of the clause quoted in a flag.
+QUOTE_CHARS = 600
+_VERDICT_ORDER = {Verdict.DEVIATES: 0, Verdict.MISSING: 1, Verdict.COMPLIANT: 2}
+
+ScanProgressFn = Callable[[str, int, int], None]  # (step, done, total)
+STEPS = ("load", "ingest", "classify", "check", "report")
+
+
+@dataclass(frozen=True)
+class Flag:
+    """The outcome of one rule.
+
+    ``citation`` locates the clause judged (``char_start``/``char_end`` are its span in the
+    document text; page, section and lines where the format has them) and is None when no
+    clause of the type was found; ``quote`` is the clause text (clipped); ``score`` is the
+    classifier score of the clause (higher is more typical of the type), None without one.
+    """
+
+    rule: str
+    title: str
+    clause_type: str
+    severity: Severity
+    verdict: Verdict
+    explanation: str
+    citation: Citation | None = None
+    quote: str = ""
+    score: float | None = None
+    checker: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON shape of ``citewise scan --format json`` (one item of ``flags``)."""
+        cite = None
+        if self.citation is not None:
+            c = self.citation
+            cite = {"path": c.path, "page": c.page, "section": list(c.section),
+                    "line_start": c.line_start, "line_end": c.line_end,
+                    "char_start": c.char_start, "char_end": c.char_end,
+                    "chunk_id": c.chunk_id, "quote": self.quote}
+        return {"rule": self.rule, "title": self.title, "clause_type": self.clause_type,
+                "severity": self.severity.value, "verdict": self.verdict.value,
+                "explanation": self.explanation, "citation": cite,
+                "score": None if self.score is None else round(self.score, 4),
+                "checker": self.checker}
+
+
+@dataclass(frozen=True)
+class ScanReport:
+    """Flags for one document; ``clauses`` are the classified units (types above threshold)."""
+
+    document: Document
+    playbook: str
+    flags: tuple[Flag, ...]
+    clauses: tuple[Labelled, ...] = ()
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        d = self.document
+        return {"document": {"id": d.id, "path": d.path, "title": d.title, "format": d.format,
+                             "pages": d.pages, "chunks": d.chunk_count},
+                "playbook": self.playbook, "flags": [f.to_json() for f in self.flags],
+                "timings_ms": {k: round(v, 1) for k, v in self.timings_ms.items()}}
+
+
+class Scanner:
+    """Scans documents of one engine against one playbook with one checker (deterministic
+    unless another :class:`~citewise.scan.checks.Checker` is given)."""
+
+    def __init__(self, engine: Engine, playbook: Playbook, checker: Checker | None = None,
+                 candidates: int = 3) -> None:
+        self.engine = engine
+        self.playbook = playbook
+        self.checker: Checker = checker or DeterministicChecker()
+        self.candidates = candidates
+
+    @cached_property
+    def classifier(self) -> ClauseClassifier:
+        embedder = self.engine.embedder
+        examples: dict[str, list[str]] = {}
+        for rule in self.playbook.rules:
+            examples.setdefault(rule.clause_type, []).extend(rule.examples)
+        return ClauseClassifier(embedder, load_prototypes(embedder).extended(embedder, examples))
+
+    def scan(self, path: str | Path, progress: ScanProgressFn | None = None) -> ScanReport:
+        """Ingest ``path`` into the engine's index and check it against the playbook.
+
+        Raises a :class:`~citewise.errors.DocumentError` when the file cannot be indexed.
+        """
+        timings: dict[str, float] = {}
+        clock = time.perf_counter()
+
+        def step(i: int) -> None:
+            nonlocal clock
+            now = time.perf_counter()
+            if i:
+                timings[f"{STEPS[i - 1]}_ms"] = (now - clock) * 1000
+            clock = now
+            if progress:
+                progress(STEPS[i] if i < len(STEPS) else "done", i, len(STEPS))
+
+        file = Path(path).expanduser().resolve()
+        step(0)
+        self.classifier  # noqa: B018 - load the model and prototypes, timed as their own step
+        step(1)
+        report = self.engine.ingest([file])
+        failed = [f for f in report.files if f.status == "failed"]
+        if failed:
+            raise DocumentError(file, failed[0].reason)
+        document = self.engine.store.document(document_id(file))
+        if document is None:  # pragma: no cover - ingest reported success
+            raise CorruptDocumentError(file)
+        data = file.read_bytes()
+        parsed = parser_for(file, data).parse(file, data)
+        chunks = self.engine.store.chunks_of(document.id)
+        return self.check_document(document, parsed, chunks, step, timings)
+
+    def check_document(self, document: Document, parsed: ParsedDocument,
+                       chunks: Sequence[Chunk] = (), step: Callable[[int], None] | None = None,
+                       timings: dict[str, float] | None = None) -> ScanReport:
+        """Classify and check an already-indexed (or only parsed) document: the classify, check
+        and report steps of :meth:`scan`. ``chunks`` tie citations to chunk ids (empty: ``chunk_id`` is "")."""
+        step = step or (lambda i: None)
+        step(2)
+        labelled = self.classifier.classify(document_units(parsed), chunks)
+        step(3)
+        flags = [self._flag(rule, labelled, document, parsed) for rule in self.playbook.rules]
+        step(4)
+        order = {r.id: i for i, r in enumerate(self.playbook.rules)}
+        flags.sort(key=lambda f: (f.severity.rank, _VERDICT_ORDER[f.verdict], order[f.rule]))
+        step(5)
+        return ScanReport(document, self.playbook.name, tuple(flags),
+                          tuple(lab for lab in labelled if lab.scores), dict(timings or {}))
+
+    # --- per rule -----------------------------------------------------------------------
+    def ranked(self, rule: Rule, labelled: Sequence[Labelled]) -> list[tuple[float, Labelled]]:
+        """Units carrying the rule's clause type, best first, with their ranking score."""
+        words = [k.casefold() for k in rule.keywords]
+        out = []
+        for lab in labelled:
+            score = lab.scores.get(rule.clause_type)
+            if score is None:
+                continue
+            text = lab.unit.text.casefold()
+            bonus = KEYWORD_BONUS if any(w in text for w in words) else 0.0
+            out.append((score + bonus, lab))
+        out.sort(key=lambda x: (-x[0], x[1].unit.start))
+        return out
+
+    def _flag(self, rule: Rule, labelled: Sequence[Labelled], document: Document,
+              parsed: ParsedDocument) -> Flag:
+        base = dict(rule=rule.id, title=rule.title, clause_type=rule.clause_type,
+                    severity=rule.severity, checker=self.checker.name)
+        chosen: tuple[Labelled, CheckResult] | None = None
+        for _, lab in self.ranked(rule, labelled)[: self.candidates]:
+            u = lab.unit
+            clause = Clause(rule.clause_type, u.text, u.start, u.end, lab.scores[rule.clause_type])
+            result = self.checker.check(rule, clause)
+            if result.verdict is Verdict.MISSING:
+                continue
+            if chosen is None or (result.determinate and not chosen[1].determinate):
+                chosen = (lab, result)
+            if result.determinate:
+                break
+        if chosen is None:
+            if rule.expect == "absent":
+                return Flag(**base, verdict=Verdict.COMPLIANT,
+                            explanation=f"no {rule.clause_type} clause was found")
+            return Flag(**base, verdict=Verdict.MISSING,
+                        explanation=f"no {rule.clause_type} clause was found; expected: "
+                        f"{rule.accepts}")
+        lab, result = chosen
+        return Flag(**base, verdict=result.verdict, explanation=result.reason,
+                    citation=_citation(document, parsed, lab, rule.clause_type),
+                    quote=_clip(lab.unit.text), score=lab.scores[rule.clause_type])
+
+
+def _clip(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= QUOTE_CHARS else text[: QUOTE_CHARS - 1] + "…"
+
+
+def _block_at(parsed: ParsedDocument, offset: int) -> Block | None:
+    return next((b for b in parsed.blocks if b.start <= offset < b.end), None)
+
+
+def _citation(document: Document, parsed: ParsedDocument, lab: Labelled,
+              clause_type: str) -> Citation:
+    u = lab.unit
+    block = _block_at(parsed, u.start)
+    chunk = lab.chunk
+    line_start = line_end = None
+    if block is not None and block.line_start is not None:
+        line_start = block.line_start + parsed.text.count("\n", block.start, u.start)
+        line_end = line_start + u.text.count("\n")
+    section = block.section if block is not None and block.section else (
+        chunk.section if chunk else ())
+    page = block.page if block is not None and block.page is not None else (
+        chunk.page if chunk else None)
+    return Citation(n=1, chunk_id=chunk.id if chunk else "", document_id=document.id,
+                    path=document.path, title=document.title, section=tuple(section), page=page,
+                    line_start=line_start, line_end=line_end, char_start=u.start,
+                    char_end=u.end, score=lab.scores[clause_type])

@@ -1,0 +1,48 @@
+"""Clause units (exact offsets) and chunk assignment; no model needed."""
+
+from __future__ import annotations
+
+from citewise.scan.classify import Labelled, Unit, _chunk_at, chunk_types, split_units
+from citewise.types import Chunk
+
+
+def test_split_units_joins_headings_and_keeps_exact_offsets():
+    text = ("12. Governing Law.\nThis Agreement is governed by the laws of the State of "
+            "Delaware. Each party submits to the courts of Delaware.\n\n13. Notices. All "
+            "notices shall be in writing and delivered by hand or by courier.")
+    units = split_units(text)
+    assert [u.text for u in units] == [
+        "12. Governing Law.\nThis Agreement is governed by the laws of the State of Delaware.",
+        "Each party submits to the courts of Delaware.",
+        "13. Notices. All notices shall be in writing and delivered by hand or by courier.",
+    ]
+    assert all(text[u.start:u.end] == u.text for u in units)
+    assert [(u.start, u.end) for u in units] == [(0, 83), (84, 129), (131, 212)]
+
+
+def test_split_units_cuts_long_sentences_at_semicolons_and_keeps_short_tails():
+    clause = "; ".join(f"item number {i} of the list of obligations of the supplier" for i in range(30))
+    units = split_units(clause + ". Ok.")
+    assert len(units) == 30
+    assert units[0].text == "item number 0 of the list of obligations of the supplier;"
+    assert units[-1].text.endswith("item number 29 of the list of obligations of the supplier. Ok.")
+    assert split_units("   ") == []
+
+
+def _chunk(cid: str, start: int, end: int) -> Chunk:
+    return Chunk(id=cid, document_id="d", ordinal=0, text="", source_text="", char_start=start,
+                 char_end=end)
+
+
+def test_units_map_to_the_chunk_holding_them_and_chunks_collect_types():
+    chunks = [_chunk("a", 0, 100), _chunk("b", 90, 200), _chunk("c", 250, 300)]
+    assert _chunk_at(chunks, 95).id == "a"
+    assert _chunk_at(chunks, 150).id == "b"
+    assert _chunk_at(chunks, 220).id == "b"  # in a gap: the chunk before it
+    assert _chunk_at([], 5) is None
+    labelled = [
+        Labelled(Unit("x", 0, 1), chunks[0], {"Governing Law": 0.2, "Parties": 0.1}),
+        Labelled(Unit("y", 5, 6), chunks[0], {"Governing Law": 0.3}),
+        Labelled(Unit("z", 150, 151), chunks[1], {}),
+    ]
+    assert chunk_types(labelled) == {"a": {"Governing Law": 0.3, "Parties": 0.1}}
