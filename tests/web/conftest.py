@@ -91,26 +91,38 @@ def server(make_app, docs_dir):
         yield s
 
 
+class Site:
+    """A plain HTTP server on 127.0.0.1 serving one folder; write the page after its URL is
+    known (a server that allows the site's origin needs the URL first)."""
+
+    def __init__(self, root: Path) -> None:
+        root.mkdir(parents=True)
+        self.root = root
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0),
+                                         functools.partial(_Quiet, directory=str(root)))
+        self.httpd.daemon_threads = True
+        self.port = self.httpd.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def write(self, html: str, name: str = "index.html") -> str:
+        (self.root / name).write_text(html, encoding="utf-8")
+        return f"{self.url}/{name}"
+
+
 @pytest.fixture
 def static_site(tmp_path):
-    """``static_site(html) -> url``: a plain HTTP server for one page on another port."""
-    servers = []
+    """``static_site() -> Site``: a static web site on its own port."""
+    sites: list[Site] = []
 
-    def make(html: str) -> str:
-        root = tmp_path / f"site{len(servers)}"
-        root.mkdir()
-        (root / "index.html").write_text(html, encoding="utf-8")
-        handler = functools.partial(_Quiet, directory=str(root))
-        httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        httpd.daemon_threads = True
-        threading.Thread(target=httpd.serve_forever, daemon=True).start()
-        servers.append(httpd)
-        return f"http://127.0.0.1:{httpd.server_address[1]}"
+    def make() -> Site:
+        sites.append(Site(tmp_path / f"site{len(sites)}"))
+        return sites[-1]
 
     yield make
-    for s in servers:
-        s.shutdown()
-        s.server_close()
+    for s in sites:
+        s.httpd.shutdown()
+        s.httpd.server_close()
 
 
 class _Quiet(SimpleHTTPRequestHandler):
