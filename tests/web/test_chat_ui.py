@@ -252,3 +252,69 @@ def test_provider_failure_is_explained_and_the_answer_quotes(page, make_app, doc
             r"^The language model could not answer \(.+\), so this answer quotes the "
             r"documents instead\.$"))
         assert chat["message_count"] == 2
+
+
+CONTRACT = """SERVICES AGREEMENT
+
+1. Term. This Agreement starts on the Effective Date and renews automatically for successive
+terms of one (1) year unless either party gives notice of non-renewal.
+
+2. Termination. Either party may terminate this Agreement for convenience upon thirty (30)
+days prior written notice to the other party.
+
+3. Governing Law. This Agreement shall be governed by the laws of the State of New York.
+
+4. Limitation of Liability. In no event shall either party's aggregate liability exceed the
+fees paid under this Agreement in the twelve (12) months before the claim.
+"""
+
+
+def test_attach_upload_approve_or_reject_and_result_cards(page, server, tmp_path):
+    from citewise.scan.playbook import load_playbook
+
+    contract = tmp_path / "services-agreement.txt"
+    contract.write_text(CONTRACT, encoding="utf-8")
+    page.goto(server.url + "/")
+    expect(page.locator("#health")).to_have_text("2 documents · quoted answers (no LLM)")
+    page.set_input_files("#file", str(contract))
+    expect(page.locator(".message.user").first).to_have_text("Attached services-agreement.txt")
+    upload = page.locator(".message.assistant").first
+    expect(upload).to_have_attribute("data-state", "done", timeout=LONG)
+    card = upload.locator(".result-card.file")
+    expect(card.locator("strong")).to_have_text("services-agreement.txt")
+    expect(card.locator(".badge")).to_have_text("added")
+    expect(upload.locator(".answer")).to_have_text("services-agreement.txt is in the collection now.")
+    expect(page.locator("#health")).to_have_text("3 documents · quoted answers (no LLM)")
+
+    # the approval prompt (interrupt); rejecting runs nothing
+    turn = page.locator(".message.assistant").nth(1)
+    prompt = turn.locator(".approval")
+    expect(prompt.locator("p").first).to_have_text(
+        "Check services-agreement.txt against the contract playbook?")
+    expect(turn).to_have_attribute("data-state", "waiting", timeout=LONG)
+    expect(prompt.get_by_role("button", name="Approve")).to_be_focused()
+    prompt.get_by_role("button", name="Reject").click()
+    expect(turn).to_have_attribute("data-state", "done", timeout=LONG)
+    expect(turn.locator(".answer")).to_have_text(
+        "Cancelled: scan of services-agreement.txt was not run.")
+    expect(prompt.get_by_role("button", name="Approve")).to_be_disabled()
+
+    # attach it again and approve: the playbook's flags come back as cards
+    page.set_input_files("#file", str(contract))
+    again = page.locator(".message.assistant").nth(2)
+    expect(again.locator(".result-card.file .badge")).to_have_text("unchanged", timeout=LONG)
+    turn = page.locator(".message.assistant").nth(3)
+    turn.locator(".approval").get_by_role("button", name="Approve").click(timeout=LONG)
+    expect(turn).to_have_attribute("data-state", "done", timeout=120_000)
+    rules = [r.title for r in load_playbook("default").rules]
+    flags = turn.locator(".result-card.flag")
+    expect(flags).to_have_count(len(rules))
+    assert sorted(flags.locator("strong").all_text_contents()) == sorted(rules)
+    expect(turn.locator(".answer")).to_have_text(f"Scan finished: {len(rules)} flag(s).")
+    law = flags.filter(has=page.locator("strong", has_text="Governing law"))
+    expect(law.locator(".badge").nth(1)).to_have_text("compliant")
+    law.locator("button.link").click()
+    expect(page.locator("#viewer-title")).to_have_text("services-agreement.txt")
+    expect(page.locator("#viewer mark")).to_contain_text("governed by the laws of the State of New York")
+    page.keyboard.press("Escape")
+    screenshot(page, "chat-attach-scan.png")

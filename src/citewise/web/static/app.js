@@ -262,10 +262,16 @@ function flagCards(msg, scan) {
   list.setAttribute("aria-label", "Playbook flags");
   for (const f of scan.flags || []) {
     const li = el("li", `result-card flag ${f.verdict}`);
-    li.append(el("strong", "", f.rule), el("span", `badge ${f.severity}`, f.severity),
+    li.dataset.rule = f.rule;
+    li.append(el("strong", "", f.title || f.rule), el("span", `badge ${f.severity}`, f.severity),
       el("span", `badge ${f.verdict}`, f.verdict), el("p", "", f.explanation));
-    const where = f.citation && (f.citation.location || f.citation.path);
-    if (where) li.append(el("p", "muted", where));
+    const c = f.citation;
+    if (c && c.chunk_id) {
+      const open = el("button", "link", `Show the clause (${where(c) || basename(c.path)})`);
+      open.type = "button";
+      open.addEventListener("click", () => openSource(c));
+      li.append(open);
+    }
     list.append(li);
   }
   msg.extra.append(list);
@@ -288,6 +294,7 @@ function askApproval(msg, interrupt) {
     yes.disabled = no.disabled = true;
     box.classList.add("decided");
     box.append(el("p", "muted", approve ? "Approved." : "Rejected."));
+    box.after(msg.body); // the outcome reads after the decision
     await runTurn(msg, (onEvent, signal) =>
       api.resume(state.chatId, interrupt.resume_token, approve, onEvent, signal));
   };
@@ -492,8 +499,10 @@ async function openSource(s) {
     showError(messageOf(err));
     return;
   }
-  ui.viewerTitle.textContent = d.title && d.title !== basename(d.path)
-    ? `${basename(d.path)} — ${d.title}` : basename(d.path);
+  const file = basename(d.path);
+  const stem = file.replace(/\.[^.]*$/, "");
+  ui.viewerTitle.textContent = d.title && d.title !== file && d.title !== stem
+    ? `${file} — ${d.title}` : file;
   ui.viewerWhere.textContent = [where(d), d.symbol, `characters ${d.char_start}-${d.char_end}`]
     .filter(Boolean).join(" · ");
   const text = d.source_text || d.text;
