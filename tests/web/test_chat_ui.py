@@ -283,7 +283,8 @@ def test_attach_upload_approve_or_reject_and_result_cards(page, server, tmp_path
     card = upload.locator(".result-card.file")
     expect(card.locator("strong")).to_have_text("services-agreement.txt")
     expect(card.locator(".badge")).to_have_text("added")
-    expect(upload.locator(".answer")).to_have_text("services-agreement.txt is in the collection now.")
+    expect(upload.locator(".answer")).to_have_text(
+        "services-agreement.txt is in the collection now.")
     expect(page.locator("#health")).to_have_text("3 documents · quoted answers (no LLM)")
 
     # the approval prompt (interrupt); rejecting runs nothing
@@ -315,6 +316,7 @@ def test_attach_upload_approve_or_reject_and_result_cards(page, server, tmp_path
     expect(law.locator(".badge").nth(1)).to_have_text("compliant")
     law.locator("button.link").click()
     expect(page.locator("#viewer-title")).to_have_text("services-agreement.txt")
-    expect(page.locator("#viewer mark")).to_contain_text("governed by the laws of the State of New York")
+    expect(page.locator("#viewer mark")).to_contain_text(
+        "governed by the laws of the State of New York")
     page.keyboard.press("Escape")
     screenshot(page, "chat-attach-scan.png")
