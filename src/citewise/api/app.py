@@ -5,7 +5,8 @@ load lazily, on first use), mounts one router per resource, allows the CORS orig
 ``settings.cors_origins``, and translates citewise errors to HTTP statuses in one handler
 (:data:`STATUS`; the error tree is drawn in :mod:`citewise.errors`). Responses of errors are
 ``{"detail": message, "code": error class}``. The OpenAPI schema is at ``/openapi.json``,
-its pages at ``/docs``.
+its pages at ``/docs``; the chat UI is at ``/`` and the embeddable widget at ``/widget.js``
+(:mod:`citewise.api.routes.web`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from fastapi.responses import JSONResponse
 
 from citewise import __version__
 from citewise.api.deps import AppState
-from citewise.api.routes import chat, chats, documents, health, openai, sources
+from citewise.api.routes import chat, chats, documents, health, openai, sources, web
 from citewise.api.sse import StreamCounter
 from citewise.chat.agent import Agent
 from citewise.chat.sessions import SessionStore
@@ -88,10 +89,12 @@ def create_app(settings: Settings, engine: Engine | None = None) -> FastAPI:
     if settings.cors_origins:
         app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins,
                            allow_methods=["GET", "POST", "DELETE"],
-                           allow_headers=["Authorization", "Content-Type", "X-API-Key"])
+                           allow_headers=["Authorization", "Content-Type", "X-API-Key"],
+                           expose_headers=["X-Conversation-Id"])
     app.add_exception_handler(CitewiseError, _citewise_error)
-    for module in (health, chat, chats, sources, documents, openai):
+    for module in (health, chat, chats, sources, documents, openai, web):
         app.include_router(module.router)
+    app.mount("/static", web.static_files(), name="static")
     return app
 
 

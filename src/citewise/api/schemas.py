@@ -139,6 +139,9 @@ class SourceDetail(BaseModel):
     line_end: int | None
     section: list[str]
     symbol: str | None
+    span_start: int | None = Field(None, description="Where the cited part starts in "
+                                   "source_text (for highlighting); null when not located.")
+    span_end: int | None = Field(None, description="Where the cited part ends in source_text.")
 
 
 class DocumentPublic(BaseModel):

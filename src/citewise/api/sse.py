@@ -137,7 +137,8 @@ async def bridge(make_events: Callable[[], Iterator[Event]],
 def sse_response(make_events: Callable[[], Iterator[Event]], counter: StreamCounter, *,
                  conversation_id: str | None, ping_seconds: float) -> EventSourceResponse:
     """An ``text/event-stream`` response of DESIGN.md's events: ``event: <type>`` and
-    ``data: <JSON payload>`` per event."""
+    ``data: <JSON payload>`` per event; the ``X-Conversation-Id`` header names the chat, so a
+    client knows it before ``done`` (an ``interrupt`` needs it to resume)."""
 
     async def frames() -> AsyncIterator[dict[str, str]]:
         async for event in bridge(make_events, counter):
@@ -145,7 +146,10 @@ def sse_response(make_events: Callable[[], Iterator[Event]], counter: StreamCoun
                    "data": json.dumps(event_payload(event, conversation_id),
                                       ensure_ascii=False)}
 
-    return EventSourceResponse(frames(), headers=SSE_HEADERS, ping=ping_seconds)
+    headers = dict(SSE_HEADERS)
+    if conversation_id is not None:
+        headers["X-Conversation-Id"] = conversation_id
+    return EventSourceResponse(frames(), headers=headers, ping=ping_seconds)
 
 
 __all__ = ["SSE_HEADERS", "StreamCounter", "bridge", "event_payload", "sse_response"]

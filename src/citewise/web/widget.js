@@ -1,0 +1,349 @@
+/* citewise widget: one classic script that adds a floating, draggable "Ask the docs" launcher
+ * and a compact chat panel to any page.
+ *
+ *   <script src="https://HOST/widget.js" data-api="https://HOST"></script>
+ *
+ * Attributes: data-api (the citewise server; default: where this script came from),
+ * data-local-api (tried first on pages served from localhost; default http://127.0.0.1:8765),
+ * data-title (the panel's title). The server must list the page's origin in cors_origins.
+ *
+ * Everything lives in a Shadow DOM under <citewise-widget>, with its own styles reset at the
+ * host, so the page's styles do not reach in and the widget's do not reach out. Text from the
+ * server is inserted as text, never as HTML. Nothing else is loaded.
+ */
+(function () {
+  "use strict";
+  if (document.querySelector("citewise-widget")) return; // included twice
+
+  var script = document.currentScript;
+  var attr = function (name) { return script ? script.getAttribute(name) : null; };
+  var scriptOrigin = script && script.src ? new URL(script.src, location.href).origin : location.origin;
+  var remote = (attr("data-api") || scriptOrigin).replace(/\/+$/, "");
+  var onLocalhost = /^(localhost|127\.0\.0\.1|\[::1\])$/.test(location.hostname);
+  var local = (attr("data-local-api") || "http://127.0.0.1:8765").replace(/\/+$/, "");
+  var candidates = onLocalhost && local !== remote ? [local, remote] : [remote];
+  var title = attr("data-title") || "Ask the docs";
+  var POS_KEY = "citewise.widget.position";
+  var CHAT_KEY = "citewise.widget.chat";
+
+  var CSS = [
+    ":host{all:initial;position:fixed;z-index:2147483000;left:0;top:0;width:0;height:0;",
+    "font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;font-size:14px;line-height:1.45;color:#1b1f24}",
+    "*{box-sizing:border-box}",
+    "button,input{font:inherit;color:inherit}",
+    ":focus-visible{outline:3px solid #0b57d0;outline-offset:2px}",
+    ".launcher{position:fixed;width:56px;height:56px;border-radius:50%;border:none;background:#0b57d0;color:#fff;",
+    "font-size:15px;font-weight:700;cursor:grab;box-shadow:0 4px 14px rgba(0,0,0,.25);touch-action:none;user-select:none}",
+    ".launcher.dragging{cursor:grabbing}",
+    ".panel{position:fixed;width:360px;height:480px;max-height:calc(100vh - 24px);background:#fff;border:1px solid #d0d7de;",
+    "border-radius:10px;box-shadow:0 8px 28px rgba(0,0,0,.22);display:flex;flex-direction:column;overflow:hidden}",
+    ".panel[hidden]{display:none}",
+    ".head{display:flex;align-items:center;gap:8px;padding:8px 10px;background:#0b57d0;color:#fff}",
+    ".head h2{margin:0;font-size:15px;flex:1}",
+    ".head button{background:transparent;border:none;color:#fff;font-size:20px;cursor:pointer;padding:0 6px}",
+    ".status{font-size:12px;padding:4px 10px;background:#f6f7f9;color:#57606a;border-bottom:1px solid #d0d7de}",
+    ".status[data-state=down]{color:#b3261e;background:#fdecea}",
+    ".log{flex:1;overflow:auto;padding:10px;display:flex;flex-direction:column;gap:8px}",
+    ".msg{padding:8px 10px;border-radius:8px;max-width:92%;word-wrap:break-word}",
+    ".msg p{margin:0 0 6px}.msg p:last-child{margin-bottom:0}",
+    ".user{align-self:flex-end;background:#e8f0fe}",
+    ".bot{align-self:flex-start;background:#f6f7f9;border:1px solid #d0d7de}",
+    ".bot.error{border-color:#b3261e;color:#b3261e}",
+    ".bot[data-state=streaming]:empty::after{content:'…';color:#57606a}",
+    ".cite{color:#0b57d0;font-weight:700;text-decoration:none;font-size:.8em;vertical-align:super;padding:0 1px}",
+    "a.cite:hover{text-decoration:underline}",
+    ".sources{margin:6px 0 0;padding-left:18px;font-size:12px}",
+    ".sources a{color:#0b57d0}",
+    "form{display:flex;gap:6px;padding:8px;border-top:1px solid #d0d7de}",
+    "input{flex:1;min-width:0;padding:7px 9px;border:1px solid #d0d7de;border-radius:6px;background:#fff}",
+    "form button{padding:7px 12px;border-radius:6px;border:1px solid #0b57d0;background:#0b57d0;color:#fff;cursor:pointer}",
+    "input:disabled,form button:disabled{opacity:.55;cursor:not-allowed}",
+    ".sr{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}",
+    "@media (max-width:600px){.panel{left:0!important;top:0!important;width:100vw;height:100vh;max-height:none;border-radius:0}}",
+  ].join("");
+
+  var host = document.createElement("citewise-widget");
+  var root = host.attachShadow({ mode: "open" });
+  root.innerHTML = // static markup only; no server text goes through innerHTML
+    "<style>" + CSS + "</style>" +
+    '<button class="launcher" type="button" aria-expanded="false" aria-controls="panel" ' +
+    'title="' + "Ask the docs (drag to move; Shift+arrow keys move it too)" + '">Ask</button>' +
+    '<section class="panel" id="panel" role="dialog" aria-label="" hidden>' +
+    '<div class="head"><h2></h2><button class="close" type="button" aria-label="Close">×</button></div>' +
+    '<div class="status" role="status" aria-live="polite" data-state="checking">Connecting…</div>' +
+    '<div class="log" role="log" aria-live="polite"></div>' +
+    '<form><label class="sr" for="q">Your question</label>' +
+    '<input id="q" name="q" autocomplete="off" placeholder="Ask a question…" disabled>' +
+    '<button type="submit" disabled>Send</button></form></section>';
+
+  var $ = function (sel) { return root.querySelector(sel); };
+  var launcher = $(".launcher"), panel = $(".panel"), log = $(".log"), status = $(".status");
+  var form = $("form"), input = $("input"), send = $("form button");
+  $(".head h2").textContent = title;
+  panel.setAttribute("aria-label", title);
+
+  var api = null, busy = false, checked = false;
+  var conversation = sessionStorage.getItem(CHAT_KEY);
+
+  // --- position ------------------------------------------------------------------------
+  var SIZE = 56, MARGIN = 8;
+  var pos = null;
+  try { pos = JSON.parse(localStorage.getItem(POS_KEY) || "null"); } catch (e) { pos = null; }
+
+  function clamp() {
+    var w = document.documentElement.clientWidth || innerWidth, h = innerHeight;
+    if (!pos || typeof pos.x !== "number" || typeof pos.y !== "number") {
+      pos = { x: w - SIZE - 20, y: h - SIZE - 20 };
+    }
+    pos.x = Math.max(MARGIN, Math.min(w - SIZE - MARGIN, pos.x));
+    pos.y = Math.max(MARGIN, Math.min(h - SIZE - MARGIN, pos.y));
+  }
+
+  function place() {
+    clamp();
+    launcher.style.left = pos.x + "px";
+    launcher.style.top = pos.y + "px";
+    var w = document.documentElement.clientWidth || innerWidth, h = innerHeight;
+    var pw = Math.min(360, w - 2 * MARGIN), ph = Math.min(480, h - 2 * MARGIN);
+    var left = pos.x + SIZE / 2 > w / 2 ? pos.x + SIZE - pw : pos.x;
+    var top = pos.y + SIZE / 2 > h / 2 ? pos.y - ph - MARGIN : pos.y + SIZE + MARGIN;
+    panel.style.left = Math.max(MARGIN, Math.min(w - pw - MARGIN, left)) + "px";
+    panel.style.top = Math.max(MARGIN, Math.min(h - ph - MARGIN, top)) + "px";
+  }
+
+  function save() { localStorage.setItem(POS_KEY, JSON.stringify({ x: pos.x, y: pos.y })); }
+
+  var drag = null;
+  launcher.addEventListener("pointerdown", function (e) {
+    if (e.button !== 0) return;
+    drag = { sx: e.clientX, sy: e.clientY, x: pos.x, y: pos.y, moved: false };
+    launcher.setPointerCapture(e.pointerId);
+  });
+  launcher.addEventListener("pointermove", function (e) {
+    if (!drag) return;
+    var dx = e.clientX - drag.sx, dy = e.clientY - drag.sy;
+    if (!drag.moved && Math.abs(dx) + Math.abs(dy) < 5) return;
+    drag.moved = true;
+    launcher.classList.add("dragging");
+    pos = { x: drag.x + dx, y: drag.y + dy };
+    place();
+  });
+  launcher.addEventListener("pointerup", function () {
+    if (!drag) return;
+    var moved = drag.moved;
+    drag = null;
+    launcher.classList.remove("dragging");
+    if (moved) save(); else toggle();
+  });
+  launcher.addEventListener("pointercancel", function () { drag = null; });
+  launcher.addEventListener("keydown", function (e) {
+    var step = { ArrowLeft: [-20, 0], ArrowRight: [20, 0], ArrowUp: [0, -20], ArrowDown: [0, 20] }[e.key];
+    if (e.key === "Enter" || e.key === " ") { e.preventDefault(); toggle(); return; }
+    if (!step || !e.shiftKey) return;
+    e.preventDefault();
+    pos = { x: pos.x + step[0], y: pos.y + step[1] };
+    place();
+    save();
+  });
+  addEventListener("resize", place);
+
+  function toggle(open) {
+    var show = open === undefined ? panel.hidden : open;
+    panel.hidden = !show;
+    launcher.setAttribute("aria-expanded", String(show));
+    if (show) {
+      place();
+      if (!checked) connect();
+      if (!input.disabled) input.focus();
+    } else {
+      launcher.focus();
+    }
+  }
+  $(".close").addEventListener("click", function () { toggle(false); });
+  panel.addEventListener("keydown", function (e) { if (e.key === "Escape") toggle(false); });
+
+  // --- server ----------------------------------------------------------------------------
+  function setStatus(text, state) {
+    status.textContent = text;
+    status.dataset.state = state;
+  }
+
+  function health(base) {
+    var ctl = new AbortController();
+    var timer = setTimeout(function () { ctl.abort(); }, 4000);
+    return fetch(base + "/api/health", { signal: ctl.signal })
+      .then(function (r) { if (!r.ok) throw new Error("status " + r.status); return r.json(); })
+      .finally(function () { clearTimeout(timer); });
+  }
+
+  function connect() {
+    checked = true;
+    setStatus("Connecting…", "checking");
+    var tryAt = function (i) {
+      if (i >= candidates.length) {
+        api = null;
+        setStatus("The assistant is offline right now; try again later.", "down");
+        input.disabled = send.disabled = true;
+        checked = false; // the next opening tries again
+        return;
+      }
+      health(candidates[i]).then(function (h) {
+        api = candidates[i];
+        host.dataset.api = api;
+        setStatus(h.documents + " documents indexed", "ok");
+        input.disabled = send.disabled = busy;
+        if (!panel.hidden) input.focus();
+      }, function () { tryAt(i + 1); });
+    };
+    tryAt(0);
+  }
+
+  // --- rendering -------------------------------------------------------------------------
+  function el(tag, cls, text) {
+    var n = document.createElement(tag);
+    if (cls) n.className = cls;
+    if (text !== undefined) n.textContent = text;
+    return n;
+  }
+
+  var INLINE = /\*\*([^*\n]+)\*\*|\[(\d{1,3}(?:\s*,\s*\d{1,3})*)\](?!\()/g;
+
+  function citeLink(n, sources) {
+    var s = sources && sources[n - 1];
+    if (!s) return el("span", "cite", "[" + n + "]");
+    var a = el("a", "cite", "[" + n + "]");
+    a.href = api + "/#source=" + encodeURIComponent(s.chunk_id);
+    a.target = "_blank";
+    a.rel = "noopener";
+    a.title = s.location;
+    a.setAttribute("aria-label", "Source " + n + ": " + s.location);
+    return a;
+  }
+
+  function render(node, text, sources) {
+    node.replaceChildren();
+    text.split(/\n\s*\n/).forEach(function (para) {
+      if (!para.trim()) return;
+      var p = el("p");
+      para.split("\n").forEach(function (line, i) {
+        if (i) p.append(el("br"));
+        var last = 0, m;
+        INLINE.lastIndex = 0;
+        while ((m = INLINE.exec(line))) {
+          p.append(line.slice(last, m.index));
+          if (m[1] !== undefined) p.append(el("strong", "", m[1]));
+          else m[2].split(",").forEach(function (k) { p.append(citeLink(parseInt(k, 10), sources)); });
+          last = INLINE.lastIndex;
+        }
+        p.append(line.slice(last));
+      });
+      node.append(p);
+    });
+    if (sources && sources.length) {
+      var list = el("ol", "sources");
+      list.setAttribute("aria-label", "Sources");
+      sources.forEach(function (s) {
+        var li = el("li");
+        var a = el("a", "", s.location);
+        a.href = api + "/#source=" + encodeURIComponent(s.chunk_id);
+        a.target = "_blank";
+        a.rel = "noopener";
+        li.append(a);
+        list.append(li);
+      });
+      node.append(list);
+    }
+  }
+
+  function parseEvents(body, onEvent) {
+    var reader = body.getReader(), decoder = new TextDecoder(), buffer = "";
+    function block(text) {
+      var type = "message", data = [];
+      text.split(/\r?\n/).forEach(function (line) {
+        if (line.indexOf("event:") === 0) type = line.slice(6).trim();
+        else if (line.indexOf("data:") === 0) data.push(line.slice(5).replace(/^ /, ""));
+      });
+      if (data.length) onEvent(type, JSON.parse(data.join("\n")));
+    }
+    function pump() {
+      return reader.read().then(function (r) {
+        if (r.done) { if (buffer.trim()) block(buffer); return; }
+        buffer += decoder.decode(r.value, { stream: true });
+        var cut;
+        while ((cut = buffer.search(/\r?\n\r?\n/)) >= 0) {
+          block(buffer.slice(0, cut));
+          buffer = buffer.slice(cut).replace(/^\r?\n\r?\n/, "");
+        }
+        return pump();
+      });
+    }
+    return pump();
+  }
+
+  function ask(query) {
+    log.append(el("div", "msg user", query));
+    var bot = el("div", "msg bot");
+    bot.dataset.state = "streaming";
+    log.append(bot);
+    log.scrollTop = log.scrollHeight;
+    var text = "", ended = false;
+    busy = true;
+    input.disabled = send.disabled = true;
+    var fail = function (message) {
+      ended = true;
+      bot.dataset.state = "error";
+      bot.classList.add("error");
+      bot.textContent = message;
+    };
+    fetch(api + "/api/chat/stream", {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ query: query, conversation_id: conversation, context_hint: location.pathname }),
+    }).then(function (r) {
+      if (!r.ok) {
+        return r.json().catch(function () { return {}; }).then(function (b) {
+          fail(typeof b.detail === "string" ? b.detail : "The question was refused (" + r.status + ").");
+        });
+      }
+      return parseEvents(r.body, function (type, d) {
+        if (type === "token") {
+          text += d.content;
+          render(bot, text, null);
+        } else if (type === "done") {
+          ended = true;
+          conversation = d.conversation_id || conversation;
+          if (conversation) sessionStorage.setItem(CHAT_KEY, conversation);
+          bot.dataset.state = "done";
+          render(bot, d.answer || "", d.sources || []);
+        } else if (type === "interrupt") {
+          ended = true;
+          bot.dataset.state = "done";
+          render(bot, "This needs approval in the full citewise app.", null);
+        } else if (type === "error") {
+          fail(d.message || "The answer failed.");
+        }
+        log.scrollTop = log.scrollHeight;
+      });
+    }).catch(function () {
+      fail("Cannot reach the assistant right now; try again later.");
+      checked = false;
+      connect();
+    }).then(function () {
+      if (!ended) fail("The answer ended before it was complete.");
+      busy = false;
+      input.disabled = send.disabled = !api;
+      input.focus();
+    });
+  }
+
+  form.addEventListener("submit", function (e) {
+    e.preventDefault();
+    var q = input.value;
+    if (!q.trim() || busy || !api) return;
+    input.value = "";
+    ask(q);
+  });
+
+  place();
+  (document.body || document.documentElement).append(host);
+})();

@@ -1,0 +1,204 @@
+"""``/widget.js`` on a plain page served from another port, calling the API cross origin."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+from playwright.sync_api import expect
+
+from tests.web.conftest import QUESTION, LiveServer, free_port, screenshot
+
+LONG = 60_000
+
+PAGE = """<!doctype html>
+<html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
+<title>Docs</title>
+<style>
+  body {{ font-family: serif; color: rgb(200, 0, 0); margin: 40px; }}
+  button, input {{ background: rgb(0, 128, 0) !important; font-size: 30px !important; }}
+  p {{ line-height: 3; }}
+</style></head>
+<body>
+<h1>Product documentation</h1>
+<p id="host-p">The widget must not change this paragraph.</p>
+<button id="host-button" type="button">A page button</button>
+<script src="{api}/widget.js" data-api="{api}"{local}></script>
+</body></html>
+"""
+
+
+def page_html(api: str, local: str | None = None) -> str:
+    return PAGE.format(api=api, local=f' data-local-api="{local}"' if local else "")
+
+
+def style(locator, prop: str) -> str:  # type: ignore[no-untyped-def]
+    return locator.evaluate(f"e => getComputedStyle(e).getPropertyValue('{prop}')")
+
+
+def test_widget_prefers_the_local_api_streams_and_links_citations(new_page, make_app, docs_dir,
+                                                                  static_site):
+    site = static_site()
+    app, _ = make_app(ingest=[docs_dir], cors_origins=[site.url])
+    dead = f"http://127.0.0.1:{free_port()}"
+    with LiveServer(app) as server:
+        # data-api is closed; on a localhost page the widget tries data-local-api first
+        url = site.write(page_html(api=dead, local=server.url).replace(
+            f'src="{dead}/widget.js"', f'src="{server.url}/widget.js"'))
+        page = new_page()
+        page.goto(url)
+        widget = page.locator("citewise-widget")
+        launcher = widget.locator(".launcher")
+        expect(launcher).to_have_text("Ask")
+        expect(launcher).to_have_attribute("aria-expanded", "false")
+        expect(widget.locator(".panel")).to_be_hidden()
+
+        # no style crosses the shadow boundary, either way
+        assert style(launcher, "background-color") == "rgb(11, 87, 208)"
+        assert style(launcher, "font-size") == "15px"
+        assert style(widget.locator(".log"), "color") == "rgb(27, 31, 36)"
+        assert style(widget.locator(".log"), "font-family").startswith("system-ui")
+        assert style(page.locator("#host-button"), "background-color") == "rgb(0, 128, 0)"
+        assert style(page.locator("#host-p"), "box-sizing") == "content-box"
+        assert style(page.locator("#host-p"), "color") == "rgb(200, 0, 0)"
+        assert style(page.locator("body"), "font-family") == "serif"
+
+        launcher.click()
+        expect(launcher).to_have_attribute("aria-expanded", "true")
+        expect(widget.locator(".status")).to_have_text("2 documents indexed")
+        expect(widget).to_have_attribute("data-api", server.url)
+        field = widget.locator("input")
+        expect(field).to_be_enabled()
+        expect(field).to_be_focused()
+        field.fill(QUESTION)
+        field.press("Enter")
+        bot = widget.locator(".msg.bot").last
+        expect(bot).to_have_attribute("data-state", "done", timeout=LONG)
+        expect(bot).to_contain_text("24 months")
+
+        with httpx.Client(base_url=server.url) as c:
+            chats = c.get("/api/chats").json()["data"]
+            sources = c.get(f"/api/chats/{chats[0]['id']}").json()["messages"][1]["sources"]
+        link = bot.locator("a.cite").first
+        expect(link).to_have_text("[1]")
+        expect(link).to_have_attribute("href", f"{server.url}/#source={sources[0]['chunk_id']}")
+        expect(bot.locator(".sources a")).to_have_text([s["location"] for s in sources])
+        assert chats[0]["title"] == QUESTION
+        screenshot(page, "widget-desktop.png")
+
+        # a follow-up continues the same chat
+        field.fill("And the batteries?")
+        field.press("Enter")
+        expect(widget.locator(".msg.bot")).to_have_count(2)
+        expect(widget.locator(".msg.bot").last).to_have_attribute("data-state", "done",
+                                                                 timeout=LONG)
+        with httpx.Client(base_url=server.url) as c:
+            assert c.get("/api/chats").json()["data"][0]["message_count"] == 4
+
+        # a citation link opens the source viewer of the full UI
+        with page.context.expect_page() as opened:
+            link.click()
+        ui = opened.value
+        expect(ui.locator("#viewer")).to_be_visible()
+        expect(ui.locator("#viewer mark")).to_contain_text("24 months")
+        ui.close()
+
+        # drag the launcher: the panel follows, the position survives a reload
+        page.keyboard.press("Escape")
+        expect(widget.locator(".panel")).to_be_hidden()
+        box = launcher.bounding_box()
+        page.mouse.move(box["x"] + 28, box["y"] + 28)
+        page.mouse.down()
+        page.mouse.move(box["x"] - 300, box["y"] - 200, steps=8)
+        page.mouse.up()
+        moved = launcher.bounding_box()
+        assert (round(moved["x"] - box["x"]), round(moved["y"] - box["y"])) == (-328, -228)
+        expect(widget.locator(".panel")).to_be_hidden()  # a drag is not a click
+        saved = json.loads(page.evaluate("localStorage.getItem('citewise.widget.position')"))
+        assert saved == {"x": round(moved["x"]), "y": round(moved["y"])}
+        page.reload()
+        assert page.locator("citewise-widget .launcher").bounding_box() == moved
+        # keyboard: Shift+arrow moves it, Enter opens it
+        launcher = page.locator("citewise-widget .launcher")
+        launcher.focus()
+        page.keyboard.press("Shift+ArrowLeft")
+        assert launcher.bounding_box()["x"] == moved["x"] - 20
+        page.keyboard.press("Enter")
+        expect(page.locator("citewise-widget .panel")).to_be_visible()
+
+
+def test_widget_falls_back_to_data_api_and_refuses_other_origins(new_page, make_app, docs_dir,
+                                                                 static_site):
+    site = static_site()
+    app, _ = make_app(ingest=[docs_dir], cors_origins=[site.url])
+    dead = f"http://127.0.0.1:{free_port()}"
+    with LiveServer(app) as server:
+        url = site.write(page_html(api=server.url, local=dead))
+        page = new_page()
+        page.goto(url)
+        page.locator("citewise-widget .launcher").click()
+        expect(page.locator("citewise-widget .status")).to_have_text("2 documents indexed")
+        expect(page.locator("citewise-widget")).to_have_attribute("data-api", server.url)
+
+        # the same page from http://localhost:PORT is another origin, not in cors_origins:
+        # the browser blocks the calls, and the widget says it is offline, input disabled
+        other = new_page()
+        other.goto(url.replace("127.0.0.1", "localhost"))
+        other.locator("citewise-widget .launcher").click()
+        status = other.locator("citewise-widget .status")
+        expect(status).to_have_text("The assistant is offline right now; try again later.")
+        expect(status).to_have_attribute("data-state", "down")
+        expect(other.locator("citewise-widget input")).to_be_disabled()
+        # the server answers that origin's preflight without allowing it
+        r = httpx.options(f"{server.url}/api/chat/stream", headers={
+            "Origin": url.replace("127.0.0.1", "localhost").rsplit("/", 1)[0],
+            "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "content-type"})
+        assert "access-control-allow-origin" not in r.headers
+
+
+def test_widget_mobile_layout_streams(new_page, make_app, docs_dir, static_site, slow_llm):
+    slow_llm.delay, slow_llm.interval, slow_llm.tokens = 0.0, 0.3, 8
+    site = static_site()
+    app, _ = make_app(ingest=[docs_dir], cors_origins=[site.url], llm_provider="llamacpp",
+                      llm_base_url=slow_llm.url, llm_model="slow", planner="rules")
+    with LiveServer(app) as server:
+        url = site.write(page_html(api=server.url))
+        page = new_page(375, 667)
+        page.goto(url)
+        launcher = page.locator("citewise-widget .launcher")
+        box = launcher.bounding_box()
+        assert (box["x"], box["y"], box["width"]) == (375 - 56 - 20, 667 - 56 - 20, 56)
+        launcher.click()
+        panel = page.locator("citewise-widget .panel")
+        assert panel.bounding_box() == {"x": 0, "y": 0, "width": 375, "height": 667}
+        field = page.locator("citewise-widget input")
+        expect(field).to_be_enabled()
+        field.fill(QUESTION)
+        field.press("Enter")
+        bot = page.locator("citewise-widget .msg.bot").last
+        expect(bot).to_contain_text("The laptop warranty lasts 24 months", timeout=LONG)
+        expect(bot).to_have_attribute("data-state", "streaming")  # text before the end
+        expect(field).to_be_disabled()
+        expect(bot).to_have_attribute("data-state", "done", timeout=LONG)
+        expect(bot.locator("a.cite").first).to_have_text("[1]")
+        expect(field).to_be_enabled()
+        screenshot(page, "widget-mobile.png")
+        page.locator("citewise-widget .close").click()
+        expect(panel).to_be_hidden()
+        expect(launcher).to_be_focused()
+
+
+def test_widget_js_is_served_as_a_script_and_the_ui_at_root(server):
+    with httpx.Client(base_url=server.url) as c:
+        js = c.get("/widget.js")
+        html = c.get("/")
+        css = c.get("/static/app.css")
+        missing = c.get("/static/nothing.js")
+    assert js.status_code == 200
+    assert js.headers["content-type"].startswith("text/javascript")
+    assert js.text.startswith("/* citewise widget")
+    assert html.headers["content-type"].startswith("text/html")
+    assert '<script type="module" src="/static/app.js"></script>' in html.text
+    assert css.headers["content-type"].startswith("text/css")
+    assert missing.status_code == 404
