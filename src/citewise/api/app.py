@@ -21,7 +21,7 @@ from fastapi.responses import JSONResponse
 
 from citewise import __version__
 from citewise.api.deps import AppState
-from citewise.api.routes import chat, chats, documents, health, openai, sources, web
+from citewise.api.routes import chat, chats, documents, health, openai, scan, sources, web
 from citewise.api.sse import StreamCounter
 from citewise.chat.agent import Agent
 from citewise.chat.sessions import SessionStore
@@ -92,7 +92,7 @@ def create_app(settings: Settings, engine: Engine | None = None) -> FastAPI:
                            allow_headers=["Authorization", "Content-Type", "X-API-Key"],
                            expose_headers=["X-Conversation-Id"])
     app.add_exception_handler(CitewiseError, _citewise_error)
-    for module in (health, chat, chats, sources, documents, openai, web):
+    for module in (health, chat, chats, sources, documents, scan, openai, web):
         app.include_router(module.router)
     app.mount("/static", web.static_files(), name="static")
     return app
