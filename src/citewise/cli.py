@@ -333,13 +333,18 @@ def scan(
     file: Annotated[Path, typer.Argument(help="The contract to check (PDF, DOCX, text...).")],
     playbook: Annotated[str, typer.Option(
         "--playbook", "-p", help="A bundled playbook name or a YAML file path.")] = "default",
+    checker: Annotated[str | None, typer.Option(
+        help="auto, llm or rules (default: CITEWISE_SCAN_CHECKER).")] = None,
     fmt: FormatOpt = OutputFormat.text,
 ) -> None:
     """Check a document against a playbook; flags sorted by severity, each with a citation."""
     with _errors():
         engine = _engine()
+        if checker not in (None, "auto", "llm", "rules"):
+            raise typer.BadParameter("use auto, llm or rules", param_hint="--checker")
         with _progress("scanning", fmt is OutputFormat.text and sys.stderr.isatty()) as update:
-            report = engine.scan(file, playbook, progress=update)
+            report = engine.scan(file, playbook, checker=engine.scan_checker(checker),
+                                 progress=update)
     if fmt is OutputFormat.json:
         print(json.dumps(report.to_json(), ensure_ascii=False))
         return

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import tomllib
 from enum import Enum
+from typing import Literal
 from pathlib import Path
 
 from citewise.errors import ConfigError
@@ -143,6 +144,12 @@ class Settings(BaseSettings):
         "model's tokenizer (about 4 characters each), shared equally by the passages.",
     )
     history_turns: int = Field(10, ge=0, description="Earlier turns sent with a question.")
+    scan_checker: Literal["auto", "llm", "rules"] = Field(
+        "auto",
+        description="How `citewise scan` judges a clause: 'llm' (the configured provider, with "
+        "the rule check as fallback), 'rules' (deterministic checks only), or 'auto' (llm for a "
+        "remote provider; rules for the local CPU model, which takes seconds per clause).",
+    )
     support_threshold: float = Field(
         0.5, ge=0.0, le=1.0,
         description="An answer sentence whose support by its cited evidence (0..1) is below this "

@@ -206,7 +206,27 @@ class Engine:
 
         self.check_model()
         book = load_playbook(playbook)
-        return Scanner(self, book, checker).scan(path, progress)
+        return Scanner(self, book, checker or self.scan_checker()).scan(path, progress)
+
+    def scan_checker(self, mode: str | None = None) -> Checker:
+        """The clause checker for ``mode`` (default ``settings.scan_checker``): the LLM checker
+        over the configured provider, falling back to the deterministic one; ``rules`` or an
+        unavailable provider gives the deterministic checker alone."""
+        from citewise.scan.checks import DeterministicChecker
+        from citewise.scan.llm_check import LLMChecker
+
+        rules = DeterministicChecker()
+        mode = mode or self.settings.scan_checker
+        provider_name = self.settings.llm_provider.strip().lower()
+        if mode == "rules" or provider_name == "none" or (mode == "auto" and
+                                                          provider_name == "local"):
+            return rules
+        try:
+            provider = self.provider()
+        except CitewiseError as err:
+            log.warning("scan: LLM provider unavailable, using the rule checks: %s", err)
+            return rules
+        return LLMChecker(provider, rules) if provider is not None else rules
 
     def _not_found(self, text: str) -> str:
         """The not-found reply, naming files that could not be read (they may hold it)."""
