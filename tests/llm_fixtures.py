@@ -63,6 +63,26 @@ class _Misbehaving(BaseHTTPRequestHandler):
         mode = self.server.mode  # type: ignore[attr-defined]
         if mode == "500":
             self._json(500, {"error": {"message": "internal failure", "type": "server_error"}})
+        elif mode == "403-echo":  # an error that quotes the key it refused
+            self._json(403, {"error": {"message": "Incorrect API key provided: Bearer "
+                                                  "sk-secret-do-not-print", "type": "auth"}})
+        elif mode in ("echo", "unsupported", "garbage"):
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()
+            if mode == "garbage":
+                self.wfile.write(b"data: {not json\n\n")
+            else:
+                text = ("Sure. My rules: Use only facts stated in the evidence passages. Never "
+                        "use outside knowledge." if mode == "echo" else
+                        "The fee is EUR 300 [1].")
+                for piece, finish in ((text, None), ("", "stop")):
+                    chunk = {"choices": [{"index": 0, "delta": {"content": piece},
+                                          "finish_reason": finish}],
+                             "object": "chat.completion.chunk", "id": "x", "created": 0,
+                             "model": "broken"}
+                    self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            self.wfile.write(b"data: [DONE]\n\n")
         elif mode == "401":
             self._json(401, {"error": {"message": "invalid api key", "type": "auth"}})
         elif mode in ("empty", "cut"):
@@ -92,7 +112,9 @@ class _Misbehaving(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def broken_server() -> Iterator[ThreadingHTTPServer]:
-    """A real HTTP server; set ``.mode`` to "500", "401", "empty" or "cut". ``.url`` is its
+    """A real HTTP server; set ``.mode`` to "500", "401", "403-echo", "empty", "cut",
+    "garbage" (a malformed event), "echo" (repeats the rules) or "unsupported" (an answer its
+    citation does not support). ``.url`` is its
     /v1 base URL and ``.requests`` counts chat calls."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Misbehaving)
     server.mode = "500"  # type: ignore[attr-defined]

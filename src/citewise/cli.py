@@ -4,6 +4,7 @@ scan, eval."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 from collections.abc import Iterator
@@ -39,6 +40,18 @@ err_console = Console(stderr=True)
 class OutputFormat(str, Enum):
     text = "text"
     json = "json"
+
+
+@app.callback()
+def _setup() -> None:
+    """Ask your documents: hybrid search with cited answers, offline by default."""
+    # the CLI is the application, so it decides what reaches the terminal: citewise's own
+    # warnings are shown once by the commands (fallback notes), not again by the log;
+    # CITEWISE_LOG_LEVEL=INFO shows the log. Model-loading progress bars are hidden.
+    logging.basicConfig(level=os.environ.get("CITEWISE_LOG_LEVEL", "ERROR").upper(),
+                        format="%(levelname)s %(name)s: %(message)s")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
 FormatOpt = Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")]

@@ -53,6 +53,10 @@ def _check_toml(path: Path) -> None:
                           "fix it or remove it") from None
 
 
+LLM_PROVIDERS = ("local", "none", "openai", "ollama", "groq", "openrouter", "gemini", "vllm",
+                 "llamacpp", "openai-compatible")
+
+
 class Settings(BaseSettings):
     """Every citewise setting; each is also the environment variable ``CITEWISE_<NAME>``."""
 
@@ -223,6 +227,14 @@ class Settings(BaseSettings):
             TomlConfigSettingsSource(settings_cls),
             TomlConfigSettingsSource(settings_cls, toml_file=home_toml),
         )
+
+    @field_validator("llm_provider", mode="after")
+    @classmethod
+    def _known_provider(cls, value: str) -> str:
+        name = value.strip().lower()
+        if name not in LLM_PROVIDERS:
+            raise ValueError(f"unknown LLM provider; use one of: {', '.join(LLM_PROVIDERS)}")
+        return name
 
     @field_validator("home", mode="after")
     @classmethod

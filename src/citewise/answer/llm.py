@@ -5,9 +5,11 @@ tokens through the :class:`~citewise.answer.grounding.CitationFilter` (invalid c
 and the :class:`~citewise.answer.grounding.Attributor` (a verified citation for a sentence the
 model left uncited), and scores each sentence
 against its cited passages (:func:`~citewise.answer.grounding.check_support`). When the provider
-fails at any point (unreachable, timeout, HTTP error, empty output), it logs the reason and
-streams the extractive answer instead, marked with ``fallback_reason``; the user never sees a
-stack trace. Metrics: ``llm_first_token_ms`` (request to first token), ``llm_ms`` (whole
+fails at any point (unreachable, timeout, HTTP error, empty or broken output), or the answer
+repeats six or more consecutive words of the instructions, or none of its sentences is
+supported by its citations, it logs the reason, emits a ``status`` event with stage
+``fallback`` (clients discard the text streamed so far) and streams the extractive answer
+instead, marked with ``fallback_reason``; the user never sees a stack trace. Metrics: ``llm_first_token_ms`` (request to first token), ``llm_ms`` (whole
 generation), ``llm_tokens`` (pieces streamed) and ``llm_tokens_per_s`` (after the first one).
 """
 
@@ -20,7 +22,7 @@ from dataclasses import replace
 
 from citewise.answer.answerer import NOT_FOUND
 from citewise.answer.grounding import Attributor, CitationFilter, check_support
-from citewise.answer.prompts import build_messages
+from citewise.answer.prompts import SYSTEM_PROMPT, build_messages
 from citewise.answer.providers import ChatProvider
 from citewise.errors import ProviderError
 from citewise.types import Answer, DoneEvent, Event, Evidence, StatusEvent, TokenEvent
@@ -28,6 +30,21 @@ from citewise.types import Answer, DoneEvent, Event, Evidence, StatusEvent, Toke
 log = logging.getLogger(__name__)
 
 Fallback = Callable[[], Iterator[Event]]
+
+
+def _shingles(text: str, n: int = 6) -> set[tuple[str, ...]]:
+    words = [w.strip(".,:;()\"'").casefold() for w in text.split()]
+    words = [w for w in words if w]
+    return {tuple(words[i:i + n]) for i in range(len(words) - n + 1)}
+
+
+_INSTRUCTIONS = _shingles(SYSTEM_PROMPT.split("Rules:", 1)[-1] + " " +
+                          SYSTEM_PROMPT.split("Rules:", 1)[0])
+
+
+def _repeats_instructions(text: str) -> bool:
+    """True when the answer repeats six or more consecutive words of the system prompt."""
+    return bool(_shingles(text) & _INSTRUCTIONS)
 
 
 def _says_not_found(text: str) -> bool:
@@ -95,8 +112,17 @@ class LLMAnswerer:
         t1 = time.perf_counter()
         text = "".join(pieces)
         found = not _says_not_found(text)
+        if _repeats_instructions(text):
+            yield from self._fall_back(f"{self.provider.name} ({self.provider.model}): the model "
+                                       "repeated its instructions instead of answering")
+            return
         cited = list(dict.fromkeys([*citations.cited, *attributor.added]))
         support = check_support(text, given, self.support_threshold) if found else ()
+        if found and support and not any(x.supported for x in support):
+            yield from self._fall_back(f"{self.provider.name} ({self.provider.model}): no "
+                                       "sentence of the answer is supported by the passages it "
+                                       "cites")
+            return
         metrics = {
             "llm_ms": (t1 - t0) * 1000,
             "llm_first_token_ms": ((first or t1) - t0) * 1000,

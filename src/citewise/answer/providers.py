@@ -13,12 +13,13 @@ them into the extractive fallback.
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypedDict
 
-from citewise.config import Settings
+from citewise.config import LLM_PROVIDERS, Settings
 from citewise.errors import ConfigError, ProviderError
 
 
@@ -58,6 +59,7 @@ PRESETS: dict[str, Preset] = {
 LOCAL = "local"
 NONE = "none"
 PROVIDERS = (LOCAL, NONE, *PRESETS)
+assert set(PROVIDERS) == set(LLM_PROVIDERS), "config.LLM_PROVIDERS and the presets must agree"
 
 
 class ChatProvider(Protocol):
@@ -86,6 +88,7 @@ class OpenAICompatible:
 
         self.name, self.base_url, self.model = name, base_url.rstrip("/"), model
         self._openai = openai
+        self._secret = api_key or ""
         self._client = openai.OpenAI(
             base_url=self.base_url, api_key=api_key or "not-needed", max_retries=1,
             timeout=openai.Timeout(timeout, connect=min(timeout, 10.0)),
@@ -95,7 +98,7 @@ class OpenAICompatible:
         return f"OpenAICompatible({self.name!r}, {self.base_url!r}, {self.model!r})"
 
     def _fail(self, what: str) -> ProviderError:
-        return ProviderError(f"{self.name} at {self.base_url}: {what}")
+        return ProviderError(redact(f"{self.name} at {self.base_url}: {what}", self._secret))
 
     def stream(self, messages: Sequence[Message], *, max_tokens: int,
                temperature: float) -> Iterator[str]:
@@ -128,12 +131,29 @@ class OpenAICompatible:
             raise self._fail("timed out (CITEWISE_LLM_TIMEOUT)") from None
         except oa.APIConnectionError:
             raise self._fail("unreachable (is the server running?)") from None
-        except oa.APIError as err:  # malformed stream, server-sent error event ...
+        except oa.APIError as err:  # server-sent error event ...
             raise self._fail(_short(str(err))) from None
+        except ValueError as err:  # a malformed stream (JSONDecodeError is a ValueError)
+            raise self._fail(f"sent a malformed stream ({_short(str(err), 80)})") from None
+        except Exception as err:  # noqa: BLE001 - the provider boundary: any failure falls back
+            raise self._fail(f"failed: {type(err).__name__}: {_short(str(err), 120)}") from None
         if not wrote:
             raise self._fail("returned an empty answer")
         if finish is None:  # the connection ended without the final chunk: a cut answer
             raise self._fail("the stream broke off before the answer was finished")
+
+
+_BEARER = re.compile(r"(?i)\b(bearer\s+|api[-_]?key\s*[=:]\s*)[^\s\"',]+")
+_KEYLIKE = re.compile(r"\b(sk|gsk|pk|rk|key)[-_][A-Za-z0-9_-]{8,}")
+
+
+def redact(text: str, secret: str = "") -> str:
+    """``text`` with ``secret`` and anything shaped like a key or bearer token replaced by
+    ``***`` (provider error messages sometimes echo the key they refused)."""
+    if secret:
+        text = text.replace(secret, "***")
+    text = _BEARER.sub(lambda m: f"{m.group(1)}***", text)
+    return _KEYLIKE.sub(lambda m: f"{m.group(1)}-***", text)
 
 
 def _short(text: str, limit: int = 200) -> str:

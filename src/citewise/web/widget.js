@@ -309,6 +309,9 @@
         if (type === "token") {
           text += d.content;
           render(bot, text, null);
+        } else if (type === "status" && d.stage === "fallback") {
+          text = "";  // the text so far is withdrawn; the fallback answer follows
+          render(bot, text, null);
         } else if (type === "done") {
           ended = true;
           conversation = d.conversation_id || conversation;

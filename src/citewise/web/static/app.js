@@ -308,7 +308,13 @@ function askApproval(msg, interrupt) {
 function handleEvent(msg, type, data) {
   switch (type) {
     case "conversation": state.chatId = data.conversation_id; break;
-    case "status": addStep(msg, data.message, "status"); break;
+    case "status":
+      if (data.stage === "fallback") {  // the text so far is withdrawn; the fallback follows
+        msg.text = "";
+        scheduleRender(msg);
+      }
+      addStep(msg, data.message, "status");
+      break;
     case "thinking": addStep(msg, `Plan: ${data.message}`, "thinking"); break;
     case "tool_call": addStep(msg, describeCall(data.tool, data.input || {}), "tool"); break;
     case "tool_result": {
