@@ -65,7 +65,9 @@ class Settings(BaseSettings):
 
     home: Path = Field(default_factory=default_home, description="Index, sessions and config.")
     store: str = Field(
-        "", description="Index location: a folder path or sqlite path; empty = $home/index.sqlite3"
+        "", description="Index location: a folder path or sqlite path (empty = "
+        "$home/index.sqlite3), or postgresql://user:password@host:port/database for the "
+        "PostgreSQL + pgvector store (pip install 'citewise[postgres]')"
     )
 
     # --- models -------------------------------------------------------------------------
@@ -180,8 +182,9 @@ class Settings(BaseSettings):
         "HTTP 413); up to it, a question is cut to its last max_query_chars characters.",
     )
     sessions_url: str = Field(
-        "", description="SQLAlchemy URL of the chat sessions database; empty = "
-        "sqlite:///$home/sessions.sqlite3.",
+        "", description="SQLAlchemy URL of the chat sessions database (postgresql:// uses "
+        "psycopg 3); empty = the index's database when CITEWISE_STORE is a postgresql:// URL, "
+        "else sqlite:///$home/sessions.sqlite3.",
     )
     history_tokens: int = Field(
         1500, ge=50, description="Token budget of the earlier turns sent with a question; "
@@ -229,8 +232,14 @@ class Settings(BaseSettings):
 
     @property
     def sessions_database(self) -> str:
-        """The SQLAlchemy URL of the chat sessions database."""
-        return self.sessions_url or f"sqlite:///{self.home / 'sessions.sqlite3'}"
+        """The SQLAlchemy URL of the chat sessions database: ``sessions_url``; when empty, the
+        index's PostgreSQL database if ``store`` is a ``postgresql://`` URL, else
+        ``sqlite:///$home/sessions.sqlite3``."""
+        if self.sessions_url:
+            return self.sessions_url
+        if self.store.startswith(("postgresql://", "postgres://", "postgresql+psycopg://")):
+            return self.store
+        return f"sqlite:///{self.home / 'sessions.sqlite3'}"
 
     @property
     def index_path(self) -> Path:
