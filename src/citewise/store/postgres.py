@@ -349,6 +349,14 @@ class PostgresStore:
             conn.close()
         self._local = threading.local()
 
+    def __del__(self) -> None:
+        # a store dropped without close() (an Engine at the end of a CLI command) still hangs
+        # up its connections instead of leaving them to the garbage collector
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001, S110 - interpreter shutdown: nothing left to do
+            pass
+
     # --- model binding --------------------------------------------------------------------
     def bind_model(self, name: str, dim: int) -> None:
         """See :meth:`Store.bind_model`. On an empty index this also fixes the vector column's
