@@ -38,6 +38,8 @@ def test_migrate_copies_a_real_index_to_postgres(tmp_path, monkeypatch, postgres
     assert f"copied {n_docs} documents, {n_chunks} chunks" in result.output
     assert pg.documents() == lite.documents()
     assert pg.stored_model() == lite.stored_model() == ("minilm", 384)
+    assert pg.db.execute("SELECT count(*) FROM pg_indexes WHERE indexname = "
+                         "'chunks_embedding_hnsw'").fetchone()[0] == 1  # rebuilt after the load
     for doc in lite.documents():
         want_chunks, want_vecs, want_terms = lite.export(doc.id)
         got_chunks, got_vecs, got_terms = pg.export(doc.id)

@@ -10,6 +10,7 @@ a target holding another model's vectors is refused with EmbeddingMismatchError.
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,10 +63,12 @@ def copy_index(source: Store, target: Store,
     if name is not None and dim is not None:
         target.bind_model(name, dim)
     chunks = 0
-    for done, document in enumerate(documents, start=1):
-        doc_chunks, vectors, terms = source.export(document.id)
-        target.upsert_document(document, doc_chunks, vectors, terms)
-        chunks += len(doc_chunks)
-        if progress is not None:
-            progress(document.path, done, len(documents))
+    bulk = getattr(target, "bulk_load", None)  # PostgreSQL: build the HNSW index once
+    with bulk() if bulk is not None and len(documents) > 1 else nullcontext():
+        for done, document in enumerate(documents, start=1):
+            doc_chunks, vectors, terms = source.export(document.id)
+            target.upsert_document(document, doc_chunks, vectors, terms)
+            chunks += len(doc_chunks)
+            if progress is not None:
+                progress(document.path, done, len(documents))
     return CopyReport(len(documents), chunks, time.perf_counter() - started)

@@ -373,13 +373,34 @@ class PostgresStore:
                 cur.execute("DROP INDEX IF EXISTS chunks_embedding_hnsw")
                 cur.execute(f"ALTER TABLE chunks ALTER COLUMN embedding TYPE vector({int(dim)})")
                 if dim <= HNSW_MAX_DIM:
-                    cur.execute(
-                        "CREATE INDEX chunks_embedding_hnsw ON chunks USING hnsw "
-                        f"(embedding vector_cosine_ops) WITH (m = {int(self.hnsw_m)}, "
-                        f"ef_construction = {int(self.hnsw_ef_construction)})")
+                    self._create_hnsw(cur)
             for key, value in (("embedding_model", name), ("dimension", str(dim))):
                 cur.execute("INSERT INTO citewise_meta VALUES (%s, %s) ON CONFLICT (key) "
                             "DO UPDATE SET value = EXCLUDED.value", (key, value))
+
+    def _create_hnsw(self, cur: psycopg.Cursor[Any]) -> None:
+        cur.execute(
+            "CREATE INDEX IF NOT EXISTS chunks_embedding_hnsw ON chunks USING hnsw "
+            f"(embedding vector_cosine_ops) WITH (m = {int(self.hnsw_m)}, "
+            f"ef_construction = {int(self.hnsw_ef_construction)})")
+
+    @contextmanager
+    def bulk_load(self) -> Iterator[None]:
+        """Write many documents without maintaining the HNSW index row by row: the index is
+        dropped on entry and built once on exit (several times faster for a large load, as
+        pgvector's documentation advises). Meanwhile dense search is exact, hence slower.
+        Used by ``citewise migrate``; the index is rebuilt even when the load fails."""
+        _, dim = self.stored_model()
+        if dim is None or dim > HNSW_MAX_DIM:
+            yield
+            return
+        self.db.execute("DROP INDEX IF EXISTS chunks_embedding_hnsw")
+        try:
+            yield
+        finally:
+            with self.db.transaction(), self.db.cursor() as cur:
+                cur.execute("SELECT set_config('maintenance_work_mem', '1GB', true)")
+                self._create_hnsw(cur)
 
     def stored_model(self) -> tuple[str | None, int | None]:
         dim = self._meta("dimension")
@@ -445,21 +466,14 @@ class PostgresStore:
                     seqs.append(cur.fetchone()[0])  # type: ignore[index]
                     if not cur.nextset():
                         break
-            p_terms, p_chunks, p_tf, p_dl = [], [], [], []
             df_delta: Counter[str] = Counter()
-            for seq, tf in zip(seqs, counts, strict=True):
-                dl = sum(tf.values())
-                for term, n in tf.items():
-                    p_terms.append(term)
-                    p_chunks.append(seq)
-                    p_tf.append(n)
-                    p_dl.append(dl)
-                df_delta.update(tf.keys())
-            if p_terms:
-                cur.execute(
-                    "INSERT INTO postings (term, chunk, tf, dl) "
-                    "SELECT * FROM unnest(%s::text[], %s::bigint[], %s::int[], %s::int[])",
-                    (p_terms, p_chunks, p_tf, p_dl))
+            if seqs:
+                with cur.copy("COPY postings (term, chunk, tf, dl) FROM STDIN") as copy:
+                    for seq, tf in zip(seqs, counts, strict=True):
+                        dl = sum(tf.values())
+                        for term, n in tf.items():
+                            copy.write_row((term, seq, n, dl))
+                        df_delta.update(tf.keys())
             df_delta.subtract(removed.df)
             self._apply_stats(cur, df_delta, len(chunks) - removed.chunks,
                               sum(len(t.split()) for t in terms) - removed.tokens)
