@@ -125,6 +125,27 @@ def start(port: int | None = None, *, durable: bool = False, extra: str = "",
     return PgServer(data, port, root)
 
 
+def start_replica(primary: PgServer, port: int | None = None) -> PgServer:
+    """A streaming read replica (hot standby) of ``primary`` on 127.0.0.1:``port``: a base
+    backup taken with ``pg_basebackup -R`` (which writes the standby's connection settings),
+    then started. Its folder sits beside the primary's and is deleted by its own stop()."""
+    bins = bin_dir()
+    root = Path(tempfile.mkdtemp(prefix="citewise-pg-replica-"))
+    data, sockets = root / "data", root / "sock"
+    sockets.mkdir()
+    if _as_root():
+        shutil.chown(root, SYSTEM_USER)
+        shutil.chown(sockets, SYSTEM_USER)
+        root.chmod(0o755)
+    _run([str(bins / "pg_basebackup"), "-D", str(data), "-R", "-X", "stream", "-h", "127.0.0.1",
+          "-p", str(primary.port), "-U", "postgres", "--no-sync"])
+    port = port or free_port()
+    _run([str(bins / "pg_ctl"), "-D", str(data), "-o",
+          f"-h 127.0.0.1 -p {port} -k {sockets} -c hot_standby=on " + FAST,
+          "-l", str(root / "log"), "-w", "-t", "60", "start"])
+    return PgServer(data, port, root)
+
+
 def stop(data: Path, delete: bool = True) -> None:
     """Stop the server of ``data`` (fast shutdown) and delete its folder when ``delete``."""
     data = Path(data)

@@ -280,6 +280,21 @@ class PostgresStore:
 
     @staticmethod
     def _migrate(conn: psycopg.Connection[Any]) -> None:
+        """Apply the migrations not yet recorded, in order, under an advisory lock. On a
+        read-only hot standby (a streaming replica) nothing can be written: the schema the
+        primary replicated is checked instead, and a missing migration raises IndexError_."""
+        if conn.execute("SELECT pg_is_in_recovery()").fetchone()[0]:
+            present = conn.execute("SELECT to_regclass('citewise_migrations') IS NOT NULL"
+                                   ).fetchone()[0]
+            done = ({r[0] for r in conn.execute("SELECT name FROM citewise_migrations")}
+                    if present else set())
+            missing = [m.__name__ for m in MIGRATIONS if m.__name__ not in done]
+            if missing:
+                raise IndexError_(
+                    f"the read-only replica lacks schema migrations {missing}; open the index "
+                    "on the primary once (any citewise command) so they replicate"
+                )
+            return
         with conn.transaction(), conn.cursor() as cur:
             cur.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
             cur.execute("CREATE TABLE IF NOT EXISTS citewise_migrations "
