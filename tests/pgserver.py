@@ -9,7 +9,7 @@ the ``postgres`` system user (created when missing) through ``runuser``.
 
 Command line (prints ``KEY=VALUE`` lines for ``eval``)::
 
-    python -m tests.pgserver start [--port N] [--durable]  # CITEWISE_TEST_POSTGRES_URL=..., PGDATA_DIR=...
+    python -m tests.pgserver start [--port N] [--durable]  # CITEWISE_TEST_POSTGRES_URL=...
     python -m tests.pgserver stop DATA_DIR
 """
 
@@ -58,7 +58,7 @@ def _as_root() -> bool:
     return os.geteuid() == 0
 
 
-def _run(args: list[str], **kwargs) -> subprocess.CompletedProcess[str]:  # type: ignore[no-untyped-def]
+def _run(args: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
     if _as_root():
         args = ["runuser", "-u", SYSTEM_USER, "--", *args]
     return subprocess.run(args, check=True, text=True, capture_output=True, **kwargs)

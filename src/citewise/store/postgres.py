@@ -698,7 +698,9 @@ class PostgresStore:
         df.update({t: int(d) for t, d in rows})
         return int(n), df
 
-    def sparse_search(self, terms: Sequence[str], k: int, filters: Filters | None = None) -> list[Hit]:
+    def sparse_search(
+        self, terms: Sequence[str], k: int, filters: Filters | None = None
+    ) -> list[Hit]:
         """BM25 top-k (see the module docstring): ``sparse`` >= 0, best first, ties in
         insertion order. Every chunk holding a query term is scored, in SQL."""
         where, params = self._filter_sql(filters)
@@ -706,7 +708,8 @@ class PostgresStore:
         if not query_tf or k <= 0:
             return []
         sql = _BM25_SQL.replace(
-            "{filter}", f"WHERE p.chunk IN (SELECT c.seq FROM chunks c WHERE {where})" if where else "",
+            "{filter}",
+            f"WHERE p.chunk IN (SELECT c.seq FROM chunks c WHERE {where})" if where else "",
         )
         rows = self.db.execute(sql, [list(query_tf), list(query_tf.values()), *params, k - 1,
                                      k]).fetchall()
