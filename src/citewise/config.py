@@ -92,6 +92,10 @@ class Settings(BaseSettings):
     rrf_k: int = Field(60, ge=1, description="RRF constant k (Cormack et al., 2009).")
     dense_k: int = Field(50, ge=1, description="Candidates taken from dense search.")
     sparse_k: int = Field(50, ge=1, description="Candidates taken from BM25.")
+    hnsw_ef_search: int = Field(
+        100, ge=1, le=1000, description="PostgreSQL store: HNSW candidate list per dense query "
+        "(pgvector hnsw.ef_search; at least dense_k is used). Higher: better recall, slower.",
+    )
     coverage_weight: float = Field(
         0.3, ge=0.0, le=1.0,
         description="Weight of IDF-weighted query-term coverage in the final score.",

@@ -281,8 +281,8 @@ def test_reader_sees_old_or_new_version_while_writer_replaces(postgres_url):
 
 
 def test_open_store_selects_postgres_by_url(postgres_url, tmp_path):
-    store = open_store(Settings(home=tmp_path, store=postgres_url))
-    assert isinstance(store, PostgresStore)
+    store = open_store(Settings(home=tmp_path, store=postgres_url, hnsw_ef_search=300))
+    assert isinstance(store, PostgresStore) and store.ef_search == 300
     assert store.info().location == postgres_url
     store.close()
 

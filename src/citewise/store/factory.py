@@ -25,7 +25,7 @@ def open_store(settings: Settings) -> Store:
                 from citewise.store.postgres import PostgresStore
             except ModuleNotFoundError as err:
                 raise ConfigError(f"CITEWISE_STORE: {err}") from None
-            return PostgresStore(settings.store)
+            return PostgresStore(settings.store, ef_search=settings.hnsw_ef_search)
         raise ConfigError(
             f"CITEWISE_STORE: the {scheme!r} backend is not available; give a folder or "
             ".sqlite3 path, or a postgresql://user:password@host:port/database URL"
