@@ -133,6 +133,7 @@ def main() -> None:
         Path(f"{sqlite_path}-wal").unlink(missing_ok=True)
         stores = {"sqlite": SQLiteStore(sqlite_path), "postgres": PostgresStore(server.url)}
         for name, store in stores.items():
+            store.bind_model("minilm", DIM)  # before bulk_load, which needs the dimension
             if name == "postgres":
                 with store.bulk_load():  # HNSW built once at the end, inside the timing
                     rate = ingest(store, texts, terms, vecs)
