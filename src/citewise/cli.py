@@ -1,5 +1,5 @@
 """The ``citewise`` command line (Typer): ingest, ask, chat, serve, search, status, reindex,
-scan, eval."""
+migrate, scan, eval."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from rich.table import Table
 
 from citewise.answer.answerer import to_evidence
 from citewise.config import SearchMode, Settings
-from citewise.errors import CitewiseError
+from citewise.errors import CitewiseError, ConfigError
 
 app = typer.Typer(
     help="Ask your documents: hybrid search with cited answers, offline by default.",
@@ -335,6 +335,33 @@ def reindex() -> None:
             report = engine.reindex(progress=update)
     console.print(f"re-indexed {report.count('added')} documents, {report.chunks} chunks "
                   f"in {report.seconds:.1f} s; {report.count('failed')} failed")
+
+
+@app.command()
+def migrate(
+    source: Annotated[str, typer.Option(
+        "--from", help="The index to copy: sqlite:PATH (a .sqlite3 file or a folder holding "
+        "index.sqlite3) or postgresql://user:password@host:port/database.")],
+    target: Annotated[str, typer.Option(
+        "--to", help="Where to copy it: postgresql://... or sqlite:PATH (created if missing).")],
+) -> None:
+    """Copy an index to another store (e.g. SQLite to PostgreSQL) without re-embedding."""
+    from citewise.store.copy import copy_index, open_location
+
+    with _errors():
+        if not source.startswith(("sqlite:", "postgres")) and not Path(source).exists():
+            raise ConfigError(f"--from {source!r}: no such index")
+        if source.startswith("sqlite:") and not Path(source[7:]).expanduser().exists():
+            raise ConfigError(f"--from {source!r}: no such index file or folder")
+        src, dst = open_location(source), open_location(target)
+        try:
+            with _progress("copying", sys.stderr.isatty()) as update:
+                report = copy_index(src, dst, progress=update)
+        finally:
+            src.close()
+            dst.close()
+    console.print(f"copied {report.documents} documents, {report.chunks} chunks "
+                  f"in {report.seconds:.1f} s (vectors copied, nothing re-embedded)")
 
 
 _SEVERITY_STYLE = {"high": "bold red", "medium": "yellow", "low": "cyan"}

@@ -70,7 +70,9 @@ class Settings(BaseSettings):
 
     home: Path = Field(default_factory=default_home, description="Index, sessions and config.")
     store: str = Field(
-        "", description="Index location: a folder path or sqlite path; empty = $home/index.sqlite3"
+        "", description="Index location: a folder path or sqlite path (empty = "
+        "$home/index.sqlite3), or postgresql://user:password@host:port/database for the "
+        "PostgreSQL + pgvector store (pip install 'citewise[postgres]')"
     )
 
     # --- models -------------------------------------------------------------------------
@@ -95,6 +97,10 @@ class Settings(BaseSettings):
     rrf_k: int = Field(60, ge=1, description="RRF constant k (Cormack et al., 2009).")
     dense_k: int = Field(50, ge=1, description="Candidates taken from dense search.")
     sparse_k: int = Field(50, ge=1, description="Candidates taken from BM25.")
+    hnsw_ef_search: int = Field(
+        100, ge=1, le=1000, description="PostgreSQL store: HNSW candidate list per dense query "
+        "(pgvector hnsw.ef_search; at least dense_k is used). Higher: better recall, slower.",
+    )
     coverage_weight: float = Field(
         0.3, ge=0.0, le=1.0,
         description="Weight of IDF-weighted query-term coverage in the final score.",
@@ -191,8 +197,9 @@ class Settings(BaseSettings):
         "HTTP 413); up to it, a question is cut to its last max_query_chars characters.",
     )
     sessions_url: str = Field(
-        "", description="SQLAlchemy URL of the chat sessions database; empty = "
-        "sqlite:///$home/sessions.sqlite3.",
+        "", description="SQLAlchemy URL of the chat sessions database (postgresql:// uses "
+        "psycopg 3); empty = the index's database when CITEWISE_STORE is a postgresql:// URL, "
+        "else sqlite:///$home/sessions.sqlite3.",
     )
     history_tokens: int = Field(
         1500, ge=50, description="Token budget of the earlier turns sent with a question; "
@@ -248,8 +255,14 @@ class Settings(BaseSettings):
 
     @property
     def sessions_database(self) -> str:
-        """The SQLAlchemy URL of the chat sessions database."""
-        return self.sessions_url or f"sqlite:///{self.home / 'sessions.sqlite3'}"
+        """The SQLAlchemy URL of the chat sessions database: ``sessions_url``; when empty, the
+        index's PostgreSQL database if ``store`` is a ``postgresql://`` URL, else
+        ``sqlite:///$home/sessions.sqlite3``."""
+        if self.sessions_url:
+            return self.sessions_url
+        if self.store.startswith(("postgresql://", "postgres://", "postgresql+psycopg://")):
+            return self.store
+        return f"sqlite:///{self.home / 'sessions.sqlite3'}"
 
     @property
     def index_path(self) -> Path:

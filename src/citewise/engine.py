@@ -25,7 +25,7 @@ from citewise.retrieve.embedding import Embedder, load_embedder
 from citewise.retrieve.rerank import Reranker, load_reranker
 from citewise.retrieve.retriever import Retriever, SearchResult, clean_query
 from citewise.store.factory import open_store
-from citewise.store.sqlite import SQLiteStore
+from citewise.store.base import Store
 from citewise.types import Answer, DoneEvent, Event, StatusEvent
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ class Engine:
         self._provider_lock = threading.Lock()
 
     @cached_property
-    def store(self) -> SQLiteStore:
+    def store(self) -> Store:
         return open_store(self.settings)
 
     @cached_property

@@ -2,7 +2,7 @@
 
 Design. Three tables, reached through SQLAlchemy 2 so that the same code runs on the default
 SQLite file (``$CITEWISE_HOME/sessions.sqlite3``) and on PostgreSQL (``CITEWISE_SESSIONS_URL=
-postgresql+psycopg://...``):
+postgresql://...``, the psycopg 3 driver; it may be the index's database):
 
 - ``chats``: id (32 hex), title (the first question, cut to 80 characters), ``created`` and
   ``updated`` (Unix seconds), and the rolling ``summary`` of the turns folded out of the
@@ -178,6 +178,16 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur.close()
 
 
+def sqlalchemy_url(url: str) -> str:
+    """``url`` with PostgreSQL URLs pointed at the psycopg 3 driver: ``postgresql://`` and
+    ``postgres://`` (the form ``CITEWISE_STORE`` takes) become ``postgresql+psycopg://``, so
+    one URL serves both the index and the sessions."""
+    for prefix in ("postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url.removeprefix(prefix)
+    return url
+
+
 class SessionStore:
     """Chats and messages in the database at ``url`` (a SQLAlchemy URL). Thread-safe: every
     method opens its own short transaction. Opening runs the migrations."""
@@ -186,7 +196,7 @@ class SessionStore:
         if url.startswith("sqlite:///"):
             Path(url.removeprefix("sqlite:///")).expanduser().parent.mkdir(
                 parents=True, exist_ok=True)
-        self.url = url
+        self.url = url = sqlalchemy_url(url)
         self.engine = create_engine(url)
         if self.engine.dialect.name == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)

@@ -31,7 +31,7 @@ from citewise.ingest.chunking import chunk_document, content_hash, embedding_tex
 from citewise.ingest.parsers.base import parser_for
 from citewise.retrieve.analysis import analyze
 from citewise.retrieve.embedding import Embedder
-from citewise.store.sqlite import SQLiteStore
+from citewise.store.base import Store
 from citewise.types import Chunk, Document, ParsedDocument
 
 #: Folders never descended into.
@@ -102,7 +102,7 @@ class _Prepared:
 class Ingestor:
     """Runs the pipeline against one store with one embedder."""
 
-    def __init__(self, settings: Settings, store: SQLiteStore, embedder: Embedder) -> None:
+    def __init__(self, settings: Settings, store: Store, embedder: Embedder) -> None:
         self.settings = settings
         self.store = store
         self.embedder = embedder
@@ -125,9 +125,10 @@ class Ingestor:
             if not root.exists():
                 report.files.append(FileResult(str(root), "failed", reason="no such file or folder"))
                 continue
+            index_file = getattr(self.store, "path", None)  # None: the index is on a server
             for f in _walk(root):
-                if f.name.startswith(self.store.path.name):  # the index itself, its -wal/-shm
-                    continue
+                if index_file is not None and f.name.startswith(index_file.name):
+                    continue  # the index itself, its -wal/-shm
                 if not f.is_file():  # FIFOs, sockets, devices: reading one could block forever
                     report.files.append(FileResult(
                         _display_path(f, root), "failed",

@@ -33,7 +33,7 @@ from citewise.retrieve.analysis import tokenize
 from citewise.retrieve.embedding import Embedder
 from citewise.retrieve.fusion import fuse
 from citewise.retrieve.rerank import Reranker, sigmoid
-from citewise.store.sqlite import SQLiteStore
+from citewise.store.base import Store
 from citewise.types import Hit
 
 _INVISIBLE = {"Cf", "Cc", "Zs", "Zl", "Zp"}
@@ -151,7 +151,7 @@ class Retriever:
     """Hybrid search over one store. Thread-safe for concurrent queries."""
 
     def __init__(
-        self, settings: Settings, store: SQLiteStore, embedder: Embedder,
+        self, settings: Settings, store: Store, embedder: Embedder,
         reranker: Reranker | None = None,
     ) -> None:
         self.settings = settings

@@ -46,11 +46,14 @@ class Store(Protocol):
         """
 
     def upsert_document(
-        self, document: Document, chunks: Sequence[Chunk], vectors: np.ndarray
+        self, document: Document, chunks: Sequence[Chunk], vectors: np.ndarray,
+        terms: Sequence[str] | None = None,
     ) -> None:
         """Replace the document and all its chunks atomically.
 
         ``vectors``: float32, shape (len(chunks), dim), L2-normalised, row i for chunks[i].
+        ``terms``: the analysed BM25 text of each chunk (space-separated tokens of
+        :func:`citewise.retrieve.analysis.analyze`), computed from ``chunk.text`` when None.
         Raises ValueError when the shapes disagree.
         """
 
@@ -88,6 +91,26 @@ class Store(Protocol):
 
     def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, tuple[Chunk, Document]]:
         """Chunks with their documents, by id; unknown ids are left out."""
+
+    def stored_model(self) -> tuple[str | None, int | None]:
+        """``(model name, dimension)`` recorded by :meth:`bind_model`, or ``(None, None)``."""
+
+    def chunks_of(self, document_id: str) -> list[Chunk]:
+        """A document's chunks in ``ordinal`` order ([] for an unknown id)."""
+
+    def chunk_features(self, document_id: str) -> list[tuple[str, frozenset[str], np.ndarray]]:
+        """Every chunk of a document as ``(chunk id, analysed terms, float32 (dim,) vector)``,
+        in ``ordinal`` order."""
+
+    def record_failure(self, document: Document) -> None:
+        """Keep a file that could not be read as a ``failed`` document with no chunks."""
+
+    def export(self, document_id: str) -> tuple[list[Chunk], np.ndarray, list[str]]:
+        """A document's chunks (``ordinal`` order), their float32 (n, dim) vectors and
+        analysed BM25 texts, as :meth:`upsert_document` takes them (to copy an index)."""
+
+    def clear(self) -> None:
+        """Delete every document and forget the embedding model (``citewise reindex``)."""
 
     def info(self) -> IndexInfo: ...
 

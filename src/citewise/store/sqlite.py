@@ -429,6 +429,19 @@ class SQLiteStore:
         )
         return [_chunk(r) for r in rows]
 
+    def export(self, document_id: str) -> tuple[list[Chunk], np.ndarray, list[str]]:
+        """A document's chunks (``ordinal`` order), their float32 (n, dim) vectors and analysed
+        BM25 texts: what :meth:`upsert_document` takes, for copying an index."""
+        rows = self.db.execute(
+            f"SELECT {_CHUNK_COLS}, c.terms, c.vector FROM chunks c "
+            "WHERE c.document_id = ? ORDER BY c.ordinal", (document_id,)).fetchall()
+        if rows:
+            vectors = np.frombuffer(b"".join(r[17] for r in rows), dtype="<f4")
+            vectors = vectors.reshape(len(rows), -1).astype(np.float32)
+        else:
+            vectors = np.zeros((0, self.stored_model()[1] or 1), dtype=np.float32)
+        return [_chunk(r[:16]) for r in rows], vectors, [r[16] for r in rows]
+
     def info(self) -> IndexInfo:
         docs = self.db.execute(
             "SELECT count(*) FROM documents WHERE status = 'indexed'"

@@ -1,0 +1,74 @@
+"""Copy an index from one store to another without re-embedding (``citewise migrate``).
+
+Every document is read with its chunks, stored vectors and analysed BM25 texts
+(:meth:`Store.export`) and written to the target with one :meth:`Store.upsert_document`
+transaction, so an interrupted copy leaves whole documents only and can simply be run again
+(documents are replaced by id). The target is bound to the source's embedding model first;
+a target holding another model's vectors is refused with EmbeddingMismatchError.
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import nullcontext
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from citewise.errors import ConfigError
+from citewise.store.base import Store
+
+
+@dataclass(frozen=True)
+class CopyReport:
+    """What :func:`copy_index` copied: ``documents`` (including failed ones kept as records),
+    ``chunks``, and the wall time in seconds."""
+
+    documents: int
+    chunks: int
+    seconds: float
+
+
+def open_location(spec: str) -> Store:
+    """A store from a location: ``sqlite:PATH`` (or a plain path; a folder means
+    ``PATH/index.sqlite3``) or ``postgresql://user:pass@host:port/db``.
+
+    Raises ConfigError for another URL scheme; IndexError_ when it cannot be opened."""
+    from citewise.store.factory import POSTGRES_SCHEMES
+
+    if "://" in spec:
+        scheme = spec.split("://", 1)[0]
+        if scheme not in POSTGRES_SCHEMES:
+            raise ConfigError(f"{spec!r}: give sqlite:PATH or postgresql://user@host:port/db")
+        from citewise.store.postgres import PostgresStore
+
+        return PostgresStore(spec)
+    from citewise.store.sqlite import SQLiteStore
+
+    path = Path(spec.removeprefix("sqlite:")).expanduser()
+    if path.suffix == "":
+        path = path / "index.sqlite3"
+    return SQLiteStore(path)
+
+
+def copy_index(source: Store, target: Store,
+               progress: Callable[[str, int, int], None] | None = None) -> CopyReport:
+    """Copy every document of ``source`` into ``target`` (see the module docstring).
+
+    ``progress(document path, done, total)`` is called after each document. Returns the
+    counts copied. An empty source copies nothing and binds no model."""
+    started = time.perf_counter()
+    documents = source.documents()
+    name, dim = source.stored_model()
+    if name is not None and dim is not None:
+        target.bind_model(name, dim)
+    chunks = 0
+    bulk = getattr(target, "bulk_load", None)  # PostgreSQL: build the HNSW index once
+    with bulk() if bulk is not None and len(documents) > 1 else nullcontext():
+        for done, document in enumerate(documents, start=1):
+            doc_chunks, vectors, terms = source.export(document.id)
+            target.upsert_document(document, doc_chunks, vectors, terms)
+            chunks += len(doc_chunks)
+            if progress is not None:
+                progress(document.path, done, len(documents))
+    return CopyReport(len(documents), chunks, time.perf_counter() - started)

@@ -1,0 +1,717 @@
+"""The scale-out store: PostgreSQL with pgvector (``CITEWISE_STORE=postgresql://...``).
+
+Design
+------
+* ``documents`` and ``chunks`` hold the same columns as the SQLite store (text, location, the
+  analysed BM25 text ``terms`` and its token count ``n_terms``); each chunk also has ``seq``, an
+  identity number in insertion order (the SQLite store's ``rowid``) that breaks score ties the
+  same way, and ``embedding``, a pgvector ``vector(dim)`` searched through an HNSW index with
+  cosine distance (``vector_cosine_ops``). The column's dimension and the index are set by
+  :meth:`PostgresStore.bind_model` (pgvector indexes need a fixed dimension; above 2,000
+  dimensions there is no index and search is exact).
+* BM25 runs in SQL over term statistics kept in tables, maintained in the same transaction as
+  the chunks: ``postings(term, chunk, tf, dl)`` (one row per distinct term of a chunk, with the
+  term's count and the chunk's length in tokens, so scoring reads only this table's primary
+  key), ``term_stats(term, df)`` and the one-row ``collection_stats`` (chunk count, total
+  tokens, and ``generation``, bumped by every write). The formula is the SQLite store's,
+  :func:`citewise.store.sqlite.bm25_scores` (Lucene's smoothed IDF, k1=0.9, b=0.4), with
+  every matching chunk scored exactly, so both stores rank the same data the same way.
+  Tokens come from :mod:`citewise.retrieve.analysis`, as for SQLite; PostgreSQL's own text
+  search is not used (``ts_rank`` is not BM25).
+* ``citewise_meta`` holds the embedding model name and dimension; ``citewise_migrations``
+  records each named migration (``m001_initial``...) applied, in order, once.
+
+Writes: every document upsert or delete is one transaction (READ COMMITTED) that first takes
+transaction-level advisory locks on the document's id and source path, so two writers of the
+same document queue instead of colliding. Writers of different documents run concurrently;
+they update shared ``term_stats`` rows in term order and ``collection_stats`` last, so they
+cannot deadlock each other (a deadlock or serialization failure is retried anyway).
+:meth:`PostgresStore.snapshot` opens a REPEATABLE READ transaction, so the reads of one query
+see one committed state. Each thread gets its own connection.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from citewise.errors import EmbeddingMismatchError, IndexError_
+from citewise.store.base import Filters, IndexInfo
+from citewise.store.sqlite import BM25_B, BM25_K1
+from citewise.types import Chunk, Document, Hit
+
+try:
+    import psycopg
+    from psycopg import errors as pg_errors
+    from pgvector.psycopg import register_vector
+except ModuleNotFoundError as _err:  # pragma: no cover - depends on the installed extras
+    raise ModuleNotFoundError(
+        f"the PostgreSQL store needs psycopg and pgvector ({_err.name} is missing): "
+        "pip install 'citewise[postgres]'"
+    ) from _err
+
+#: Largest dimension pgvector's HNSW index accepts for the ``vector`` type.
+HNSW_MAX_DIM = 2000
+_MIGRATION_LOCK = 0x63697465  # advisory lock key held while migrating ("cite")
+_RETRIES = 5
+
+
+def m001_initial(cur: psycopg.Cursor[Any]) -> None:
+    """pgvector, documents, chunks (text, location, BM25 terms, vector), postings, term and
+    collection statistics, and meta."""
+    cur.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    cur.execute("CREATE TABLE citewise_meta (key text PRIMARY KEY, value text NOT NULL)")
+    cur.execute("""
+        CREATE TABLE documents (
+        id text PRIMARY KEY,
+        path text NOT NULL,
+        source_path text NOT NULL UNIQUE,
+        title text NOT NULL,
+        format text NOT NULL,
+        content_hash text NOT NULL,
+        chunk_count integer NOT NULL,
+        pages integer,
+        metadata text NOT NULL DEFAULT '{}',
+        warnings text NOT NULL DEFAULT '[]',
+        indexed_at double precision NOT NULL,
+        status text NOT NULL DEFAULT 'indexed',
+        error text NOT NULL DEFAULT ''
+        )""")
+    cur.execute("CREATE INDEX documents_path ON documents (path text_pattern_ops)")
+    cur.execute("""
+        CREATE TABLE chunks (
+        seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        id text NOT NULL UNIQUE,
+        document_id text NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+        ordinal integer NOT NULL,
+        text text NOT NULL,
+        source_text text NOT NULL,
+        char_start integer NOT NULL,
+        char_end integer NOT NULL,
+        section text NOT NULL DEFAULT '[]',
+        page integer, page_end integer, line_start integer, line_end integer,
+        symbol text,
+        content_hash text NOT NULL,
+        token_count integer NOT NULL,
+        terms text NOT NULL,
+        n_terms integer NOT NULL,
+        embedding vector NOT NULL
+        )""")
+    cur.execute("CREATE INDEX chunks_document ON chunks (document_id, ordinal)")
+    cur.execute("CREATE INDEX chunks_content_hash ON chunks (content_hash)")
+    # no foreign key to chunks: the store deletes a chunk's postings itself, in the same
+    # transaction, by primary key (a foreign key would need a second index on chunk)
+    cur.execute("""
+        CREATE TABLE postings (
+        term text NOT NULL,
+        chunk bigint NOT NULL,
+        tf integer NOT NULL,
+        dl integer NOT NULL,
+        PRIMARY KEY (term, chunk) INCLUDE (tf, dl)
+        )""")
+    cur.execute("CREATE TABLE term_stats (term text PRIMARY KEY, df bigint NOT NULL)")
+    cur.execute("""
+        CREATE TABLE collection_stats (
+        id integer PRIMARY KEY CHECK (id = 1),
+        chunks bigint NOT NULL,
+        total_terms bigint NOT NULL,
+        generation bigint NOT NULL
+        )""")
+    cur.execute("INSERT INTO collection_stats VALUES (1, 0, 0, 0)")
+
+
+MIGRATIONS: list[Callable[[psycopg.Cursor[Any]], None]] = [m001_initial]
+
+_CHUNK_COLS = (
+    "c.seq, c.id, c.document_id, c.ordinal, c.text, c.source_text, c.char_start, c.char_end, "
+    "c.section, c.page, c.page_end, c.line_start, c.line_end, c.symbol, c.content_hash, "
+    "c.token_count"
+)
+_DOC_COLS = (
+    "d.id, d.path, d.source_path, d.title, d.format, d.content_hash, d.chunk_count, d.pages, "
+    "d.metadata, d.warnings, d.indexed_at, d.status, d.error"
+)
+
+#: One query term's BM25 contribution to one chunk, evaluated in the same order as
+#: :func:`citewise.store.sqlite.bm25_scores` (left to right, float8): ``qtf * (idf * tf * (k1 +
+#: 1) / (tf + k1 * (1 - b + b * dl / avgdl)))``.
+_TERM_SCORE = (
+    f"q.qtf * (q.idf * p.tf * {BM25_K1 + 1.0!r}::float8 / (p.tf + {BM25_K1!r}::float8 * "
+    f"(1.0::float8 - {BM25_B!r}::float8 + {BM25_B!r}::float8 * p.dl / s.avgdl)))"
+)
+
+#: BM25 top-k in SQL; ``{filter}`` is "" or ``WHERE`` a condition on ``p.chunk``. Parameters:
+#: the query terms (first-occurrence order), their counts in the query, the filter's
+#: parameters, k - 1 (the offset of the k-th score), then k. ``idf = ln(1 + (N - df + 0.5) /
+#: (df + 0.5))`` (Lucene's smoothed IDF). Step ``a`` scores every chunk holding a query term
+#: (hash aggregate: terms summed in whatever order the join yields); step ``exact`` re-sums the
+#: few chunks within 1e-9 of the k-th score in query-term order, which is the SQLite store's
+#: order, so both stores give bit-identical scores and therefore the same order among ties.
+_BM25_SQL = f"""
+WITH s AS (
+    SELECT chunks::float8 AS n, total_terms::float8 / greatest(chunks, 1) AS avgdl
+    FROM collection_stats WHERE id = 1
+), q AS MATERIALIZED (
+    SELECT q.ord, q.term, q.qtf::float8 AS qtf,
+           ln(1.0::float8 + (s.n - t.df + 0.5::float8) / (t.df + 0.5::float8)) AS idf
+    FROM unnest(%s::text[], %s::int[]) WITH ORDINALITY AS q(term, qtf, ord)
+    JOIN term_stats t ON t.term = q.term, s
+    WHERE t.df > 0
+), a AS MATERIALIZED (
+    SELECT p.chunk, sum({_TERM_SCORE}) AS score
+    FROM q JOIN postings p ON p.term = q.term, s
+    {{filter}}
+    GROUP BY p.chunk
+), cut AS (
+    SELECT score FROM a ORDER BY score DESC OFFSET %s LIMIT 1
+), exact AS (
+    SELECT p.chunk, sum({_TERM_SCORE} ORDER BY q.ord) AS score
+    FROM a JOIN q ON true JOIN postings p ON p.term = q.term AND p.chunk = a.chunk, s
+    WHERE a.score >= coalesce((SELECT score FROM cut), 0) * (1 - 1e-9)
+    GROUP BY p.chunk
+)
+SELECT c.id, x.score FROM exact x JOIN chunks c ON c.seq = x.chunk
+WHERE x.score > 0
+ORDER BY x.score DESC, x.chunk
+LIMIT %s
+"""
+
+
+@dataclass
+class _Removed:
+    """What :meth:`PostgresStore._remove` took out: documents, chunks, tokens and the
+    document frequency of each term."""
+
+    documents: int = 0
+    chunks: int = 0
+    tokens: int = 0
+    df: Counter[str] = field(default_factory=Counter)
+
+
+def _vec(value: Any) -> np.ndarray:
+    """A pgvector value as float32 (dim,) (pgvector-python returns ``Vector`` objects)."""
+    to_numpy = getattr(value, "to_numpy", None)
+    return np.asarray(to_numpy() if to_numpy else value, dtype=np.float32)
+
+
+def _chunk(row: Sequence[Any]) -> Chunk:
+    return Chunk(
+        id=row[1], document_id=row[2], ordinal=row[3], text=row[4], source_text=row[5],
+        char_start=row[6], char_end=row[7], section=tuple(json.loads(row[8])), page=row[9],
+        page_end=row[10], line_start=row[11], line_end=row[12], symbol=row[13],
+        content_hash=row[14], token_count=row[15],
+    )
+
+
+def _document(row: Sequence[Any]) -> Document:
+    return Document(
+        id=row[0], path=row[1], source_path=row[2], title=row[3], format=row[4],
+        content_hash=row[5], chunk_count=row[6], pages=row[7], metadata=json.loads(row[8]),
+        warnings=tuple(json.loads(row[9])), indexed_at=row[10], status=row[11], error=row[12],
+    )
+
+
+def connection_url(url: str) -> str:
+    """A libpq URL from a citewise/SQLAlchemy one: ``postgresql+psycopg://`` and
+    ``postgres://`` become ``postgresql://``; anything else is returned unchanged."""
+    for prefix in ("postgresql+psycopg://", "postgresql+psycopg2://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql://" + url.removeprefix(prefix)
+    return url
+
+
+def _redact(url: str) -> str:
+    """The URL without its password (for messages and ``info().location``)."""
+    scheme, sep, rest = url.partition("://")
+    creds, at, host = rest.rpartition("@")
+    if not at or ":" not in creds:
+        return url
+    return f"{scheme}{sep}{creds.split(':', 1)[0]}:***@{host}"
+
+
+class PostgresStore:
+    """The :class:`~citewise.store.base.Store` on a PostgreSQL database with pgvector.
+
+    ``url``: a libpq URL (``postgresql://user:pass@host:5432/db``). ``ef_search``: HNSW
+    candidate list size per query (pgvector's ``hnsw.ef_search``, at least ``k`` is used);
+    higher is slower and closer to exact. Opening creates or migrates the schema. Safe to share
+    between threads (one connection per thread) and between processes. Raises IndexError_ when
+    the server cannot be reached or the schema cannot be created.
+    """
+
+    def __init__(self, url: str, *, ef_search: int = 100, hnsw_m: int = 16,
+                 hnsw_ef_construction: int = 64) -> None:
+        self.url = connection_url(url)
+        self.ef_search = ef_search
+        self.hnsw_m, self.hnsw_ef_construction = hnsw_m, hnsw_ef_construction
+        self._local = threading.local()
+        self._all: list[psycopg.Connection[Any]] = []
+        self._all_lock = threading.Lock()
+        try:
+            with psycopg.connect(self.url, autocommit=True) as conn:
+                self._migrate(conn)
+        except psycopg.Error as err:
+            raise IndexError_(
+                f"cannot open the PostgreSQL index at {_redact(self.url)} ({err}); check "
+                "CITEWISE_STORE and that the server runs and has the pgvector extension"
+            ) from None
+
+    # --- connection and schema ------------------------------------------------------------
+    @property
+    def db(self) -> psycopg.Connection[Any]:
+        """This thread's connection (autocommit; transactions are opened explicitly)."""
+        conn = getattr(self._local, "conn", None)
+        if conn is None or conn.closed:
+            conn = psycopg.connect(self.url, autocommit=True)
+            register_vector(conn)
+            conn.execute("SELECT set_config('hnsw.iterative_scan', 'strict_order', false)")
+            self._local.conn = conn
+            with self._all_lock:
+                self._all.append(conn)
+        return conn
+
+    @staticmethod
+    def _migrate(conn: psycopg.Connection[Any]) -> None:
+        """Apply the migrations not yet recorded, in order, under an advisory lock. On a
+        read-only hot standby (a streaming replica) nothing can be written: the schema the
+        primary replicated is checked instead, and a missing migration raises IndexError_."""
+        if conn.execute("SELECT pg_is_in_recovery()").fetchone()[0]:
+            present = conn.execute("SELECT to_regclass('citewise_migrations') IS NOT NULL"
+                                   ).fetchone()[0]
+            done = ({r[0] for r in conn.execute("SELECT name FROM citewise_migrations")}
+                    if present else set())
+            missing = [m.__name__ for m in MIGRATIONS if m.__name__ not in done]
+            if missing:
+                raise IndexError_(
+                    f"the read-only replica lacks schema migrations {missing}; open the index "
+                    "on the primary once (any citewise command) so they replicate"
+                )
+            return
+        with conn.transaction(), conn.cursor() as cur:
+            cur.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+            cur.execute("CREATE TABLE IF NOT EXISTS citewise_migrations "
+                        "(name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())")
+            done = {r[0] for r in cur.execute("SELECT name FROM citewise_migrations")}
+            for migration in MIGRATIONS:
+                if migration.__name__ not in done:
+                    migration(cur)
+                    cur.execute("INSERT INTO citewise_migrations (name) VALUES (%s)",
+                                (migration.__name__,))
+
+    def migrations(self) -> list[str]:
+        """Names of the applied migrations, in the order they were applied."""
+        rows = self.db.execute("SELECT name FROM citewise_migrations ORDER BY applied_at, name")
+        return [r[0] for r in rows]
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Run the reads inside in one REPEATABLE READ transaction: they all see the same
+        committed state (re-entrant per thread)."""
+        depth = getattr(self._local, "depth", 0)
+        if depth == 0:
+            self.db.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        self._local.depth = depth + 1
+        try:
+            yield
+        finally:
+            self._local.depth = depth
+            if depth == 0:
+                self.db.execute("COMMIT")
+
+    @contextmanager
+    def _write(self, *lock_keys: str) -> Iterator[psycopg.Cursor[Any]]:
+        """One write transaction holding advisory locks on ``lock_keys`` (taken in sorted
+        order, so two writers never wait on each other in a cycle)."""
+        with self.db.transaction(), self.db.cursor() as cur:
+            for key in sorted(set(lock_keys)):
+                cur.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (key,))
+            yield cur
+
+    def _retrying(self, write: Callable[[], Any]) -> Any:
+        """Run ``write`` again when PostgreSQL aborted it for a deadlock or serialization
+        failure (only outside an enclosing transaction, which the abort also ended)."""
+        for attempt in range(_RETRIES):
+            try:
+                return write()
+            except (pg_errors.DeadlockDetected, pg_errors.SerializationFailure):
+                if attempt == _RETRIES - 1 or getattr(self._local, "depth", 0):
+                    raise
+                time.sleep(0.01 * 2**attempt)
+        raise AssertionError("unreachable")
+
+    def _meta(self, key: str) -> str | None:
+        row = self.db.execute("SELECT value FROM citewise_meta WHERE key = %s", (key,)).fetchone()
+        return row[0] if row else None
+
+    def generation(self) -> int:
+        """A counter bumped by every committed write."""
+        row = self.db.execute("SELECT generation FROM collection_stats WHERE id = 1").fetchone()
+        return int(row[0])
+
+    def close(self) -> None:
+        """Close every connection this store opened (in any thread)."""
+        with self._all_lock:
+            conns, self._all = self._all, []
+        for conn in conns:
+            conn.close()
+        self._local = threading.local()
+
+    def __del__(self) -> None:
+        # a store dropped without close() (an Engine at the end of a CLI command) still hangs
+        # up its connections instead of leaving them to the garbage collector
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001, S110 - interpreter shutdown: nothing left to do
+            pass
+
+    # --- model binding --------------------------------------------------------------------
+    def bind_model(self, name: str, dim: int) -> None:
+        """See :meth:`Store.bind_model`. On an empty index this also fixes the vector column's
+        dimension and (up to :data:`HNSW_MAX_DIM`) builds the HNSW cosine index."""
+        with self._write("citewise:model") as cur:
+            stored, stored_dim = self._meta("embedding_model"), self._meta("dimension")
+            has_chunks = cur.execute("SELECT 1 FROM chunks LIMIT 1").fetchone() is not None
+            if stored is not None and has_chunks and (stored != name or int(stored_dim) != dim):
+                raise EmbeddingMismatchError(stored, int(stored_dim), name, dim)
+            column_dim = cur.execute(
+                "SELECT atttypmod FROM pg_attribute WHERE attrelid = 'chunks'::regclass "
+                "AND attname = 'embedding'").fetchone()[0]
+            if column_dim != dim and not has_chunks:
+                cur.execute("DROP INDEX IF EXISTS chunks_embedding_hnsw")
+                cur.execute(f"ALTER TABLE chunks ALTER COLUMN embedding TYPE vector({int(dim)})")
+                if dim <= HNSW_MAX_DIM:
+                    self._create_hnsw(cur)
+            for key, value in (("embedding_model", name), ("dimension", str(dim))):
+                cur.execute("INSERT INTO citewise_meta VALUES (%s, %s) ON CONFLICT (key) "
+                            "DO UPDATE SET value = EXCLUDED.value", (key, value))
+
+    def _create_hnsw(self, cur: psycopg.Cursor[Any]) -> None:
+        cur.execute(
+            "CREATE INDEX IF NOT EXISTS chunks_embedding_hnsw ON chunks USING hnsw "
+            f"(embedding vector_cosine_ops) WITH (m = {int(self.hnsw_m)}, "
+            f"ef_construction = {int(self.hnsw_ef_construction)})")
+
+    @contextmanager
+    def bulk_load(self) -> Iterator[None]:
+        """Write many documents without maintaining the HNSW index row by row: the index is
+        dropped on entry and built once on exit (several times faster for a large load, as
+        pgvector's documentation advises). Meanwhile dense search is exact, hence slower.
+        Used by ``citewise migrate``; the index is rebuilt even when the load fails."""
+        _, dim = self.stored_model()
+        if dim is None or dim > HNSW_MAX_DIM:
+            yield
+            return
+        self.db.execute("DROP INDEX IF EXISTS chunks_embedding_hnsw")
+        try:
+            yield
+        finally:
+            with self.db.transaction(), self.db.cursor() as cur:
+                cur.execute("SELECT set_config('maintenance_work_mem', '1GB', true)")
+                self._create_hnsw(cur)
+
+    def stored_model(self) -> tuple[str | None, int | None]:
+        dim = self._meta("dimension")
+        return self._meta("embedding_model"), int(dim) if dim else None
+
+    # --- writes ---------------------------------------------------------------------------
+    def upsert_document(
+        self, document: Document, chunks: Sequence[Chunk], vectors: np.ndarray,
+        terms: Sequence[str] | None = None,
+    ) -> None:
+        """See :meth:`Store.upsert_document`. ``terms``: analysed BM25 text per chunk
+        (computed from ``chunk.text`` when omitted). Raises ValueError on a shape mismatch and
+        psycopg's errors (for example UniqueViolation for a chunk id held by another document)
+        after rolling the whole write back."""
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        if vectors.ndim != 2 or vectors.shape[0] != len(chunks):
+            raise ValueError(f"vectors shape {vectors.shape} does not match {len(chunks)} chunks")
+        _, dim = self.stored_model()
+        if dim is not None and len(chunks) and vectors.shape[1] != dim:
+            raise ValueError(f"vectors are {vectors.shape[1]}-d but the index holds {dim}-d")
+        if terms is None:
+            from citewise.retrieve.analysis import analyze
+
+            terms = [analyze(c.text) for c in chunks]
+        counts = [Counter(t.split()) for t in terms]
+        if len(counts) != len(chunks):
+            raise ValueError(f"{len(counts)} terms strings for {len(chunks)} chunks")
+        self._retrying(lambda: self._upsert(document, chunks, vectors, terms, counts))
+
+    def _upsert(self, document: Document, chunks: Sequence[Chunk], vectors: np.ndarray,
+                terms: Sequence[str], counts: list[Counter[str]]) -> None:
+        doc_key, path_key = f"doc:{document.id}", f"path:{document.source_path}"
+        with self._write(doc_key, path_key) as cur:
+            removed = self._remove(cur, "d.id = %s OR d.source_path = %s",
+                                   (document.id, document.source_path))
+            cur.execute(
+                "INSERT INTO documents VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
+                (
+                    document.id, document.path, document.source_path, document.title,
+                    document.format, document.content_hash, len(chunks), document.pages,
+                    json.dumps(document.metadata, default=str, ensure_ascii=False),
+                    json.dumps(list(document.warnings), ensure_ascii=False),
+                    document.indexed_at or time.time(), document.status, document.error,
+                ),
+            )
+            seqs: list[int] = []
+            if chunks:
+                cur.executemany(
+                    "INSERT INTO chunks (id, document_id, ordinal, text, source_text, "
+                    "char_start, char_end, section, page, page_end, line_start, line_end, "
+                    "symbol, content_hash, token_count, terms, n_terms, embedding) VALUES "
+                    "(%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) RETURNING seq",
+                    [
+                        (c.id, document.id, c.ordinal, c.text, c.source_text, c.char_start,
+                         c.char_end, json.dumps(list(c.section), ensure_ascii=False), c.page,
+                         c.page_end, c.line_start, c.line_end, c.symbol, c.content_hash,
+                         c.token_count, t, sum(n.values()), vectors[i])
+                        for i, (c, t, n) in enumerate(zip(chunks, terms, counts, strict=True))
+                    ],
+                    returning=True,
+                )
+                while True:
+                    seqs.append(cur.fetchone()[0])  # type: ignore[index]
+                    if not cur.nextset():
+                        break
+            df_delta: Counter[str] = Counter()
+            if seqs:
+                with cur.copy("COPY postings (term, chunk, tf, dl) FROM STDIN") as copy:
+                    for seq, tf in zip(seqs, counts, strict=True):
+                        dl = sum(tf.values())
+                        for term, n in tf.items():
+                            copy.write_row((term, seq, n, dl))
+                        df_delta.update(tf.keys())
+            df_delta.subtract(removed.df)
+            self._apply_stats(cur, df_delta, len(chunks) - removed.chunks,
+                              sum(len(t.split()) for t in terms) - removed.tokens)
+
+    def _remove(self, cur: psycopg.Cursor[Any], where: str,
+                params: Sequence[Any]) -> _Removed:
+        """Delete the documents matching ``where`` (over ``documents d``) with their chunks
+        and postings, inside the caller's transaction."""
+        removed = _Removed()
+        rows = cur.execute(
+            f"SELECT c.seq, c.terms FROM chunks c JOIN documents d ON d.id = c.document_id "
+            f"WHERE {where}", params).fetchall()
+        p_terms: list[str] = []
+        p_chunks: list[int] = []
+        for seq, text in rows:
+            tokens = text.split()
+            distinct = set(tokens)
+            removed.chunks += 1
+            removed.tokens += len(tokens)
+            removed.df.update(distinct)
+            p_terms.extend(distinct)
+            p_chunks.extend([seq] * len(distinct))
+        if p_terms:
+            cur.execute(
+                "DELETE FROM postings p USING unnest(%s::text[], %s::bigint[]) AS x(term, chunk) "
+                "WHERE p.term = x.term AND p.chunk = x.chunk", (p_terms, p_chunks))
+        cur.execute(f"DELETE FROM documents d WHERE {where}", params)  # chunks cascade
+        removed.documents = cur.rowcount
+        return removed
+
+    @staticmethod
+    def _apply_stats(cur: psycopg.Cursor[Any], df_delta: Counter[str], chunk_delta: int,
+                     token_delta: int) -> None:
+        """Add ``df_delta`` to ``term_stats`` in term order, then the chunk and token deltas
+        to ``collection_stats`` and bump the generation (always last, see the module doc)."""
+        changed = sorted((t, n) for t, n in df_delta.items() if n)
+        if changed:
+            cur.execute(
+                "INSERT INTO term_stats (term, df) SELECT term, n FROM "
+                "unnest(%s::text[], %s::bigint[]) AS x(term, n) ORDER BY term "
+                "ON CONFLICT (term) DO UPDATE SET df = term_stats.df + EXCLUDED.df",
+                ([t for t, _ in changed], [n for _, n in changed]))
+        cur.execute("UPDATE collection_stats SET chunks = chunks + %s, "
+                    "total_terms = total_terms + %s, generation = generation + 1 WHERE id = 1",
+                    (chunk_delta, token_delta))
+
+    def delete_document(self, document_id: str) -> bool:
+        def delete() -> bool:
+            with self._write(f"doc:{document_id}") as cur:
+                path = cur.execute("SELECT source_path FROM documents WHERE id = %s",
+                                   (document_id,)).fetchone()
+                if path is None:
+                    return False
+                cur.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                            (f"path:{path[0]}",))
+                removed = self._remove(cur, "d.id = %s", (document_id,))
+                if not removed.documents:
+                    return False
+                delta = Counter({t: -n for t, n in removed.df.items()})
+                self._apply_stats(cur, delta, -removed.chunks, -removed.tokens)
+                return True
+
+        return bool(self._retrying(delete))
+
+    def clear(self) -> None:
+        """Delete every document and forget the embedding model (for ``citewise reindex``)."""
+        with self._write("citewise:model") as cur:
+            cur.execute("TRUNCATE postings, term_stats, chunks, documents")
+            cur.execute("DELETE FROM citewise_meta WHERE key IN ('embedding_model', 'dimension')")
+            cur.execute("UPDATE collection_stats SET chunks = 0, total_terms = 0, "
+                        "generation = generation + 1 WHERE id = 1")
+
+    def record_failure(self, document: Document) -> None:
+        """Keep a file that could not be read as a ``failed`` document with no chunks."""
+        failed = replace(document, status="failed", chunk_count=0)
+        self.upsert_document(failed, [], np.zeros((0, 1), dtype=np.float32), [])
+
+    # --- reads ----------------------------------------------------------------------------
+    def document(self, document_id: str) -> Document | None:
+        row = self.db.execute(
+            f"SELECT {_DOC_COLS} FROM documents d WHERE d.id = %s", (document_id,)).fetchone()
+        return _document(row) if row else None
+
+    def documents(self) -> list[Document]:
+        rows = self.db.execute(f"SELECT {_DOC_COLS} FROM documents d ORDER BY d.path COLLATE \"C\"")
+        return [_document(r) for r in rows]
+
+    def cached_vectors(self, content_hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        rows = self.db.execute("SELECT content_hash, embedding FROM chunks "
+                               "WHERE content_hash = ANY(%s)", (list(set(content_hashes)),))
+        return {h: _vec(v) for h, v in rows}
+
+    def vectors_of(self, chunk_ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """Stored vectors by chunk id: float32 (dim,) each."""
+        rows = self.db.execute("SELECT id, embedding FROM chunks WHERE id = ANY(%s)",
+                               (list(set(chunk_ids)),))
+        return {c: _vec(v) for c, v in rows}
+
+    def terms_of(self, chunk_ids: Sequence[str]) -> dict[str, frozenset[str]]:
+        """The analysed BM25 terms of each chunk (title, section and text), by chunk id."""
+        rows = self.db.execute("SELECT id, terms FROM chunks WHERE id = ANY(%s)",
+                               (list(set(chunk_ids)),))
+        return {c: frozenset(t.split()) for c, t in rows}
+
+    def chunk_features(self, document_id: str) -> list[tuple[str, frozenset[str], np.ndarray]]:
+        """Every chunk of a document as ``(chunk id, analysed terms, float32 vector)``."""
+        rows = self.db.execute(
+            "SELECT id, terms, embedding FROM chunks WHERE document_id = %s ORDER BY ordinal",
+            (document_id,))
+        return [(cid, frozenset(t.split()), _vec(v))
+                for cid, t, v in rows]
+
+    def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, tuple[Chunk, Document]]:
+        rows = self.db.execute(
+            f"SELECT {_CHUNK_COLS}, {_DOC_COLS} FROM chunks c "
+            "JOIN documents d ON d.id = c.document_id WHERE c.id = ANY(%s) ORDER BY c.seq",
+            (list(set(chunk_ids)),))
+        return {row[1]: (_chunk(row[:16]), _document(row[16:])) for row in rows}
+
+    def chunks_of(self, document_id: str) -> list[Chunk]:
+        rows = self.db.execute(
+            f"SELECT {_CHUNK_COLS} FROM chunks c WHERE c.document_id = %s ORDER BY c.ordinal",
+            (document_id,))
+        return [_chunk(r) for r in rows]
+
+    def info(self) -> IndexInfo:
+        """Counts, model, and ``index_bytes``: the on-disk size of the store's tables and
+        their indexes (``pg_total_relation_size``), in bytes."""
+        docs = self.db.execute(
+            "SELECT count(*) FROM documents WHERE status = 'indexed'").fetchone()[0]
+        chunks, size = self.db.execute(
+            "SELECT (SELECT chunks FROM collection_stats WHERE id = 1), "
+            "(SELECT sum(pg_total_relation_size(t::regclass)) FROM unnest(ARRAY['documents', "
+            "'chunks', 'postings', 'term_stats', 'collection_stats', 'citewise_meta']) t)"
+        ).fetchone()
+        model, dim = self.stored_model()
+        return IndexInfo(int(docs), int(chunks), model, dim, int(size), _redact(self.url))
+
+    # --- filters --------------------------------------------------------------------------
+    @staticmethod
+    def _filter_sql(filters: Filters | None) -> tuple[str, list[Any]]:
+        """A condition over ``chunks c`` for ``filters`` ("" for none) and its parameters.
+        Raises ValueError naming unknown filter keys."""
+        if not filters:
+            return "", []
+        unknown = set(filters) - {"document_ids", "path_prefix"}
+        if unknown:
+            raise ValueError(
+                f"unknown filter(s) {sorted(unknown)}; valid: document_ids, path_prefix"
+            )
+        clauses: list[str] = []
+        params: list[Any] = []
+        if ids := filters.get("document_ids"):
+            clauses.append("c.document_id = ANY(%s)")
+            params.append(list(ids))
+        if prefix := filters.get("path_prefix"):
+            clauses.append("c.document_id IN (SELECT id FROM documents "
+                           "WHERE starts_with(path, %s))")
+            params.append(prefix)
+        return " AND ".join(clauses), params
+
+    # --- dense ----------------------------------------------------------------------------
+    def dense_search(self, vector: np.ndarray, k: int, filters: Filters | None = None) -> list[Hit]:
+        """Cosine top-k for a float32 (dim,) L2-normalised query vector, ``dense`` =
+        ``1 - cosine distance`` in [-1, 1], best first. Through the HNSW index the result is
+        approximate (recall measured in docs/benchmarks.md); the planner may also choose an
+        exact scan, for example for a selective filter. Raises ValueError on a dimension
+        mismatch or an unknown filter."""
+        where, params = self._filter_sql(filters)
+        if k <= 0:
+            return []
+        query = np.asarray(vector, dtype=np.float32).reshape(-1)
+        _, dim = self.stored_model()
+        if dim is not None and query.shape[0] != dim:
+            raise ValueError(
+                f"query vector is {query.shape[0]}-d but the index holds {dim}-d vectors")
+        conn = self.db
+        ef = str(min(max(self.ef_search, k), 1000))
+        with conn.transaction():
+            conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (ef,))
+            rows = conn.execute(
+                "SELECT c.id, 1 - (c.embedding <=> %s), c.seq FROM chunks c "
+                + (f"WHERE {where} " if where else "")
+                + "ORDER BY c.embedding <=> %s LIMIT %s",
+                [query, *params, query, k],
+            ).fetchall()
+        rows.sort(key=lambda r: (-r[1], r[2]))  # equal scores in insertion order, as SQLite
+        return [Hit(chunk_id=cid, score=float(s), source="dense", dense=float(s))
+                for cid, s, _ in rows]
+
+    def export(self, document_id: str) -> tuple[list[Chunk], np.ndarray, list[str]]:
+        """A document's chunks (``ordinal`` order), their float32 (n, dim) vectors and analysed
+        BM25 texts: what :meth:`upsert_document` takes, for copying an index."""
+        rows = self.db.execute(
+            f"SELECT {_CHUNK_COLS}, c.terms, c.embedding FROM chunks c "
+            "WHERE c.document_id = %s ORDER BY c.ordinal", (document_id,)).fetchall()
+        vectors = (np.stack([_vec(r[17]) for r in rows]) if rows
+                   else np.zeros((0, self.stored_model()[1] or 1), dtype=np.float32))
+        return [_chunk(r[:16]) for r in rows], vectors, [r[16] for r in rows]
+
+    # --- sparse ---------------------------------------------------------------------------
+    def term_document_frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+        n = self.db.execute("SELECT chunks FROM collection_stats WHERE id = 1").fetchone()[0]
+        df: dict[str, int] = dict.fromkeys(terms, 0)
+        rows = self.db.execute("SELECT term, df FROM term_stats WHERE term = ANY(%s)",
+                               (list(df),))
+        df.update({t: int(d) for t, d in rows})
+        return int(n), df
+
+    def sparse_search(
+        self, terms: Sequence[str], k: int, filters: Filters | None = None
+    ) -> list[Hit]:
+        """BM25 top-k (see the module docstring): ``sparse`` >= 0, best first, ties in
+        insertion order. Every chunk holding a query term is scored, in SQL."""
+        where, params = self._filter_sql(filters)
+        query_tf = Counter(t for t in terms if t)
+        if not query_tf or k <= 0:
+            return []
+        sql = _BM25_SQL.replace(
+            "{filter}",
+            f"WHERE p.chunk IN (SELECT c.seq FROM chunks c WHERE {where})" if where else "",
+        )
+        rows = self.db.execute(sql, [list(query_tf), list(query_tf.values()), *params, k - 1,
+                                     k]).fetchall()
+        return [Hit(chunk_id=cid, score=float(s), source="sparse", sparse=float(s))
+                for cid, s in rows]

@@ -1,0 +1,311 @@
+"""The PostgreSQL + pgvector store on a real server (see ``postgres_url`` in tests/conftest.py):
+the shared conformance suite, BM25 equal to the SQLite store's on SciFact, schema migrations,
+HNSW recall, and concurrent writers and readers."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+
+import numpy as np
+import psycopg
+import pytest
+
+from citewise.config import Settings
+from citewise.retrieve.analysis import analyze, tokenize
+from citewise.store.factory import open_store
+from citewise.store.postgres import PostgresStore
+from citewise.store.sqlite import SQLiteStore
+from citewise.types import Chunk, Document
+from tests.conftest import DATASETS
+from tests.suites.store import DIM, StoreSuite, make_doc, unit
+
+
+class TestPostgresStore(StoreSuite):
+    @pytest.fixture
+    def store(self, postgres_url):
+        s = PostgresStore(postgres_url)
+        yield s
+        s.close()
+
+
+def _stats_are_consistent(store: PostgresStore) -> None:
+    """The term and collection statistics equal what the chunks themselves say."""
+    db = store.db
+    n, total = db.execute("SELECT count(*), coalesce(sum(n_terms), 0) FROM chunks").fetchone()
+    assert db.execute("SELECT chunks, total_terms FROM collection_stats").fetchone() == (n, total)
+    expected: dict[str, int] = {}
+    for (terms,) in db.execute("SELECT terms FROM chunks"):
+        for t in set(terms.split()):
+            expected[t] = expected.get(t, 0) + 1
+    stored = dict(db.execute("SELECT term, df FROM term_stats WHERE df <> 0").fetchall())
+    assert stored == expected
+    postings = db.execute("SELECT count(*) FROM postings").fetchone()[0]
+    assert postings == sum(expected.values())
+
+
+def _scifact(n_docs: int) -> list[tuple[Document, list[Chunk]]]:
+    """The first ``n_docs`` SciFact abstracts, each a document of 4-sentence chunks."""
+    out = []
+    with (DATASETS / "scifact" / "corpus.jsonl").open() as f:
+        for line, _ in zip(f, range(n_docs), strict=False):
+            row = json.loads(line)
+            sentences = re.split(r"(?<=\.)\s+", row["text"].strip()) or [""]
+            texts = [row["title"]] + [" ".join(sentences[i:i + 4])
+                                      for i in range(0, len(sentences), 4)]
+            doc = Document(id=f"sf-{row['_id']}", path=f"scifact/{row['_id']}.txt",
+                           source_path=f"/scifact/{row['_id']}.txt", title=row["title"],
+                           format="text", content_hash=row["_id"])
+            chunks = [Chunk(id=f"sf-{row['_id']}-{i}", document_id=doc.id, ordinal=i, text=t,
+                            source_text=t, char_start=0, char_end=len(t),
+                            content_hash=f"{row['_id']}-{i}", token_count=len(t.split()))
+                      for i, t in enumerate(texts)]
+            out.append((doc, chunks))
+    return out
+
+
+def _write(stores, doc, chunks, rng):
+    vecs = rng.normal(size=(len(chunks), DIM)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    terms = [analyze(c.text) for c in chunks]
+    for s in stores:
+        s.upsert_document(doc, chunks, vecs, terms)
+
+
+@pytest.mark.slow
+def test_bm25_rankings_equal_the_sqlite_store_on_scifact(postgres_url, tmp_path):
+    """400 SciFact abstracts (1,375 chunks) written to both stores, then 40 deleted and 40
+    rewritten: for 300 SciFact queries both stores return the same top 10 with the same
+    scores, to the last bit, and the same top 50 as SQLite's exhaustive rescoring."""
+    pg, lite = PostgresStore(postgres_url), SQLiteStore(tmp_path / "i.sqlite3")
+    stores = (pg, lite)
+    for s in stores:
+        s.bind_model("m", DIM)
+    rng = np.random.default_rng(0)
+    collection = _scifact(400)
+    for doc, chunks in collection:
+        _write(stores, doc, chunks, rng)
+    for doc, _ in collection[::10]:
+        assert pg.delete_document(doc.id) and lite.delete_document(doc.id)
+    for doc, chunks in collection[5::10]:  # drop each rewritten abstract's first text chunk
+        kept = [c for c in chunks if c.ordinal != 1]
+        _write(stores, doc, kept, rng)
+    assert pg.info().chunks == lite.info().chunks == 1228
+    _stats_are_consistent(pg)
+    with (DATASETS / "scifact" / "queries.jsonl").open() as f:
+        queries = [json.loads(line)["text"] for line, _ in zip(f, range(300), strict=False)]
+    compared = 0
+    for q in queries:
+        terms = tokenize(q)
+        assert pg.term_document_frequencies(terms) == lite.term_document_frequencies(terms)
+        got, want = pg.sparse_search(terms, 10), lite.sparse_search(terms, 10)
+        assert [h.chunk_id for h in got] == [h.chunk_id for h in want], q
+        assert [h.sparse for h in got] == [h.sparse for h in want], q  # bit-identical floats
+        got50 = pg.sparse_search(terms, 50)
+        want50 = lite.sparse_search(terms, 50, candidates=100_000)
+        assert [(h.chunk_id, h.sparse) for h in got50] == [(h.chunk_id, h.sparse) for h in want50]
+        compared += bool(want)
+    assert compared >= 295
+    pg.close()
+    lite.close()
+
+
+def test_bm25_scores_equal_the_reference_formula(postgres_url):
+    """Exact values against an independent Lucene BM25 (k1=0.9, b=0.4) computed here."""
+    texts = ["red apple red", "green apple", "red red red car", "blue sky", "apple pie recipe"]
+    store = PostgresStore(postgres_url)
+    store.bind_model("m", DIM)
+    for i, t in enumerate(texts):
+        doc, chunks, vecs = make_doc(f"d{i}", [t])
+        store.upsert_document(doc, chunks, vecs)
+    docs = [analyze(t).split() for t in texts]
+    avgdl = sum(map(len, docs)) / len(docs)
+    query = tokenize("red apple red")
+
+    def reference(d: list[str]) -> float:
+        score = 0.0
+        for q in query:
+            df = sum(q in x for x in docs)
+            idf = np.log(1 + (len(docs) - df + 0.5) / (df + 0.5))
+            tf = d.count(q)
+            score += idf * tf * 1.9 / (tf + 0.9 * (1 - 0.4 + 0.4 * len(d) / avgdl))
+        return score
+
+    expected = sorted(((reference(d), f"d{i}-0") for i, d in enumerate(docs)), reverse=True)
+    expected = [(s, cid) for s, cid in expected if s > 0]
+    hits = store.sparse_search(query, 10)
+    assert [h.chunk_id for h in hits] == [cid for _, cid in expected]
+    np.testing.assert_allclose([h.sparse for h in hits], [s for s, _ in expected], rtol=1e-12)
+    store.close()
+
+
+def test_schema_is_migrated_once_with_named_migrations(postgres_url):
+    PostgresStore(postgres_url).close()
+    store = PostgresStore(postgres_url)  # reopening applies nothing twice
+    assert store.migrations() == ["m001_initial"]
+    tables = {r[0] for r in store.db.execute(
+        "SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
+    assert tables == {"citewise_migrations", "citewise_meta", "documents", "chunks", "postings",
+                      "term_stats", "collection_stats"}
+    assert store.db.execute(
+        "SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()[0] >= "0.8"
+    store.close()
+
+
+def test_vectors_get_an_hnsw_cosine_index_that_reindex_rebuilds(postgres_url):
+    store = PostgresStore(postgres_url)
+    store.bind_model("m", DIM)
+
+    def index() -> str:
+        return store.db.execute("SELECT indexdef FROM pg_indexes "
+                                "WHERE indexname = 'chunks_embedding_hnsw'").fetchone()[0]
+
+    assert "USING hnsw (embedding vector_cosine_ops)" in index()
+    doc, chunks, vecs = make_doc("a", ["x"])
+    store.upsert_document(doc, chunks, vecs)
+    store.clear()  # citewise reindex with another model: a new dimension on the empty index
+    store.bind_model("other", 16)
+    assert "hnsw" in index()
+    col = store.db.execute("SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE "
+                           "attrelid = 'chunks'::regclass AND attname = 'embedding'").fetchone()
+    assert col == ("vector(16)",)
+    store.close()
+
+
+@pytest.mark.slow
+def test_hnsw_search_finds_the_exact_neighbours(postgres_url):
+    """5,000 random unit vectors (dim 32): HNSW top-10 recall against exact search >= 0.95,
+    and the index is what the planner uses."""
+    dim, rng = 32, np.random.default_rng(1)
+    store = PostgresStore(postgres_url)
+    store.bind_model("m", dim)
+    vecs = rng.normal(size=(5000, dim)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    for d in range(50):
+        doc = Document(id=f"d{d}", path=f"d{d}", source_path=f"/d{d}", title="t", format="text",
+                       content_hash="h")
+        chunks = [Chunk(id=f"d{d}-{i}", document_id=doc.id, ordinal=i, text="x", source_text="x",
+                        char_start=0, char_end=1, content_hash=f"{d}-{i}", token_count=1)
+                  for i in range(100)]
+        store.upsert_document(doc, chunks, vecs[d * 100:(d + 1) * 100], ["x"] * 100)
+    store.db.execute("ANALYZE chunks")
+    plan = "\n".join(r[0] for r in store.db.execute(
+        "EXPLAIN SELECT id FROM chunks ORDER BY embedding <=> %s LIMIT 10", (vecs[0],)))
+    assert "chunks_embedding_hnsw" in plan
+    recalls = []
+    for q in rng.normal(size=(50, dim)).astype(np.float32):
+        q /= np.linalg.norm(q)
+        exact = {f"d{i // 100}-{i % 100}" for i in np.argsort(-(vecs @ q))[:10]}
+        hits = store.dense_search(q, 10)
+        np.testing.assert_allclose([h.dense for h in hits],
+                                   sorted((vecs @ q)[[int(h.chunk_id[1:].split("-")[0]) * 100 +
+                                                      int(h.chunk_id.split("-")[1])
+                                                      for h in hits]], reverse=True), atol=1e-5)
+        recalls.append(len(exact & {h.chunk_id for h in hits}) / 10)
+    assert np.mean(recalls) >= 0.95
+    store.close()
+
+
+def test_concurrent_writers_keep_statistics_exact(postgres_url):
+    """Four threads, each with its own store object, write and rewrite overlapping documents
+    sharing most terms; afterwards every count equals a recount from the chunks."""
+    first = PostgresStore(postgres_url)
+    first.bind_model("m", DIM)
+    first.close()
+    errors: list[BaseException] = []
+
+    def writer(w: int) -> None:
+        store = PostgresStore(postgres_url)
+        try:
+            for i in range(25):
+                name = f"doc{(w * 7 + i) % 12}.txt"  # writers collide on the same documents
+                texts = [f"shared words alpha beta writer{w} round{i}", f"gamma shared {i % 3}"]
+                doc, chunks, vecs = make_doc(name, texts)
+                store.upsert_document(doc, chunks, vecs)
+                if i % 5 == 4:
+                    store.delete_document(doc.id)
+        except BaseException as err:  # noqa: BLE001 - reported by the main thread
+            errors.append(err)
+        finally:
+            store.close()
+
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    store = PostgresStore(postgres_url)
+    _stats_are_consistent(store)
+    n = store.info().chunks
+    assert n == 2 * len(store.documents()) and n > 0
+    assert len(store.sparse_search(tokenize("shared"), 100)) == n
+    store.close()
+
+
+def test_reader_sees_old_or_new_version_while_writer_replaces(postgres_url):
+    """Inside a snapshot a reader sees one complete version of a document, never a mix."""
+    writer = PostgresStore(postgres_url)
+    writer.bind_model("m", DIM)
+    versions = {
+        0: ["version zero part one", "version zero part two", "version zero part three"],
+        1: ["version one part one", "version one part two"],
+    }
+    doc, chunks, vecs = make_doc("v.md", versions[0])
+    writer.upsert_document(doc, chunks, vecs)
+    stop = threading.Event()
+    seen: set[tuple[str, ...]] = set()
+
+    def read() -> None:
+        reader = PostgresStore(postgres_url)
+        while not stop.is_set():
+            with reader.snapshot():
+                hits = reader.sparse_search(tokenize("version part"), 10)
+                dense = reader.dense_search(unit(1), 10)
+                loaded = reader.get_chunks([h.chunk_id for h in hits])
+            assert {h.chunk_id for h in dense} == {h.chunk_id for h in hits}
+            seen.add(tuple(sorted(loaded[h.chunk_id][0].text for h in hits)))
+        reader.close()
+
+    t = threading.Thread(target=read)
+    t.start()
+    for i in range(40):
+        _, c, v = make_doc("v.md", versions[i % 2])
+        writer.upsert_document(doc, c, v)
+    stop.set()
+    t.join()
+    allowed = {tuple(sorted(v)) for v in versions.values()}
+    assert seen and seen <= allowed, seen - allowed
+    writer.close()
+
+
+def test_open_store_selects_postgres_by_url(postgres_url, tmp_path):
+    store = open_store(Settings(home=tmp_path, store=postgres_url, hnsw_ef_search=300))
+    assert isinstance(store, PostgresStore) and store.ef_search == 300
+    assert store.info().location == postgres_url
+    store.close()
+
+
+def test_unreachable_server_is_a_clear_index_error():
+    from citewise.errors import IndexError_
+
+    with pytest.raises(IndexError_, match="cannot open the PostgreSQL index at "
+                       r"postgresql://u:\*\*\*@127.0.0.1:1/x"):
+        PostgresStore("postgresql://u:secret@127.0.0.1:1/x?connect_timeout=2")
+
+
+def test_database_without_rights_to_the_schema_is_refused(postgres_url):
+    """A role that may not create tables gets IndexError_, not a half-made schema."""
+    from citewise.errors import IndexError_
+
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("DROP ROLE IF EXISTS cw_reader")
+        conn.execute("CREATE ROLE cw_reader LOGIN")
+        conn.execute("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
+    url = postgres_url.replace("postgres@", "cw_reader@")
+    with pytest.raises(IndexError_, match="permission denied"):
+        PostgresStore(url)
+    with psycopg.connect(postgres_url) as conn:
+        assert conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'"
+                            ).fetchone()[0] == 0
