@@ -35,6 +35,20 @@ def primary_and_replica():
     primary.stop()
 
 
+def _wait_for_replay(primary_url: str, replica_url: str, timeout_s: float = 30.0) -> None:
+    """Block until the replica has replayed the primary's WAL up to now (AssertionError after
+    ``timeout_s`` seconds)."""
+    with psycopg.connect(primary_url, autocommit=True) as p:
+        p.execute("SELECT pg_switch_wal()")  # test servers commit asynchronously: flush it
+        lsn = p.execute("SELECT pg_current_wal_lsn()").fetchone()[0]
+    deadline = time.monotonic() + timeout_s
+    with psycopg.connect(replica_url, autocommit=True) as r:
+        while not r.execute("SELECT pg_last_wal_replay_lsn() >= %s::pg_lsn", (lsn,)
+                            ).fetchone()[0]:
+            assert time.monotonic() < deadline, f"the replica did not replay up to {lsn}"
+            time.sleep(0.05)
+
+
 def test_replica_serves_the_primary_index_read_only(primary_and_replica):
     primary, replica = primary_and_replica
     writer = PostgresStore(primary.url)
@@ -43,10 +57,12 @@ def test_replica_serves_the_primary_index_read_only(primary_and_replica):
                             ("b.txt", "another chunk about cranes and ships", unit(0, 1))):
         doc, chunks, vecs = make_doc(name, [text], [vec])
         writer.upsert_document(doc, chunks, vecs)
+    _wait_for_replay(primary.url, replica.url)  # streaming replication is asynchronous
     reader = PostgresStore(replica.url)  # the schema came by WAL: nothing to migrate there
     deadline = time.monotonic() + 20
     while reader.info().chunks < 2 and time.monotonic() < deadline:
         time.sleep(0.1)
+    assert reader.info().chunks == 2
     assert reader.db.execute("SELECT pg_is_in_recovery()").fetchone()[0] is True
     terms = tokenize("harbour cranes")
     with reader.snapshot():
