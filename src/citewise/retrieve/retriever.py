@@ -248,12 +248,16 @@ class Retriever:
         selected: list[Hit] = []
         focus = question_clause(query)
         terms = tokenize(focus)
-        vec_cache: dict[str, np.ndarray] = {}
+        # the asking clause's embedding (the question's own when the clause is all of it) and
+        # the collection frequencies of its terms: the same for every document, read once
+        focus_vec = query_vec
+        if query_vec is not None and focus != query:
+            focus_vec = self.embedder.embed_query(focus)
+        _, cdf = self.store.term_document_frequencies(list(dict.fromkeys(terms)))
         for doc_hits in order.values():
             if len(selected) >= top_k:
                 break
-            picked = self._within_document(terms, query_vec, doc_hits, per_file, focus,
-                                           query, vec_cache)
+            picked = self._within_document(terms, focus_vec, cdf, doc_hits, per_file)
             selected.extend(h for h in picked if (h.relevance or 0.0) >= min_score)
         return selected[:top_k]
 
@@ -265,16 +269,16 @@ class Retriever:
         return document_idf([f[1] for f in features], terms, cdf, CONCENTRATION)
 
     def _within_document(self, terms: list[str], query_vec: np.ndarray | None,
-                         doc_hits: list[Hit], n: int, focus: str = "", query: str = "",
-                         vec_cache: dict[str, np.ndarray] | None = None) -> list[Hit]:
+                         collection_df: Mapping[str, int], doc_hits: list[Hit],
+                         n: int) -> list[Hit]:
         """The ``n`` chunks of one document that best match the question, judged with
         *within-document* IDF: a term in every chunk of the document (often the name of the
         party or product the question uses to pick the document) says nothing about which
         chunk answers, while a term in one chunk ("governed", "laws") says a lot.
 
         Local score = ``0.5 * local coverage + 0.5 * cosine`` (cosine min-max scaled over the
-        document's chunks). ``terms`` and ``focus`` are those of the question's asking clause
-        (:func:`question_clause`), and the cosine is taken with that clause's embedding, so that
+        document's chunks). ``terms`` and ``query_vec`` are those of the question's asking
+        clause (:func:`question_clause`; ``collection_df`` their chunk frequencies), so that
         "Consider the Sponsorship Agreement between Boyd and Cano; what is the governing law?"
         looks for the governing-law clause, not the preamble naming the parties; terms found
         only in this document weigh less (:func:`document_idf`). Only used to choose among a document's chunks, so the
@@ -287,20 +291,13 @@ class Retriever:
         features = self.store.chunk_features(best.chunk.document_id)
         if len(features) <= 1:
             return doc_hits[:n]
-        _, cdf = self.store.term_document_frequencies(list(dict.fromkeys(terms)))
-        idf = document_idf([f[1] for f in features], terms, cdf, CONCENTRATION)
+        idf = document_idf([f[1] for f in features], terms, collection_df, CONCENTRATION)
         total = sum(idf.values())
         if total <= 0:
             return doc_hits[:n]
         n_local = len(features)
         vectors = np.stack([f[2] for f in features])
-        local_vec = query_vec
-        if query_vec is not None and focus and focus != query:
-            cache = vec_cache if vec_cache is not None else {}
-            if focus not in cache:
-                cache[focus] = self.embedder.embed_query(focus)
-            local_vec = cache[focus]
-        cos = vectors @ local_vec if local_vec is not None else np.zeros(n_local)
+        cos = vectors @ query_vec if query_vec is not None else np.zeros(n_local)
         span = float(cos.max() - cos.min())
         cos_norm = (cos - cos.min()) / span if span > 0 else np.ones(n_local)
         local = [
