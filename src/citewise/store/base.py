@@ -12,14 +12,32 @@ Search methods return hits sorted by descending score, at most ``k`` of them, ea
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
-from contextlib import AbstractContextManager
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from citewise.types import Chunk, Document, Hit
+
+
+@contextmanager
+def nested_read_transaction(local: Any, execute: Callable[[str], object],
+                            begin: str = "BEGIN") -> Iterator[None]:
+    """A read transaction opened by the outermost ``with`` of this thread and committed when
+    it ends; inner ones join it. ``local`` is the store's ``threading.local`` (its ``depth``
+    counts the nesting), ``execute`` runs SQL on this thread's connection."""
+    depth = getattr(local, "depth", 0)
+    if depth == 0:
+        execute(begin)
+    local.depth = depth + 1
+    try:
+        yield
+    finally:
+        local.depth = depth
+        if depth == 0:
+            execute("COMMIT")
 
 Filters = Mapping[str, Any]
 

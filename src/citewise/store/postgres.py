@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from citewise.errors import EmbeddingMismatchError, IndexError_
-from citewise.store.base import Filters, IndexInfo
+from citewise.store.base import Filters, IndexInfo, nested_read_transaction
 from citewise.store.sqlite import BM25_B, BM25_K1
 from citewise.types import Chunk, Document, Hit
 
@@ -315,16 +315,8 @@ class PostgresStore:
     def snapshot(self) -> Iterator[None]:
         """Run the reads inside in one REPEATABLE READ transaction: they all see the same
         committed state (re-entrant per thread)."""
-        depth = getattr(self._local, "depth", 0)
-        if depth == 0:
-            self.db.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
-        self._local.depth = depth + 1
-        try:
+        with nested_read_transaction(self._local, self.db.execute, "BEGIN ISOLATION LEVEL REPEATABLE READ"):
             yield
-        finally:
-            self._local.depth = depth
-            if depth == 0:
-                self.db.execute("COMMIT")
 
     @contextmanager
     def _write(self, *lock_keys: str) -> Iterator[psycopg.Cursor[Any]]:

@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from citewise.errors import EmbeddingMismatchError, IndexError_
-from citewise.store.base import Filters, IndexInfo
+from citewise.store.base import Filters, IndexInfo, nested_read_transaction
 from citewise.types import Chunk, Document, Hit
 
 #: Lucene/Anserini BM25 parameters used for BEIR baselines.
@@ -232,16 +232,8 @@ class SQLiteStore:
     def snapshot(self) -> Iterator[None]:
         """Run the reads inside in one read transaction: they all see the same committed
         state, so a query never mixes two versions of a document (re-entrant per thread)."""
-        depth = getattr(self._local, "depth", 0)
-        if depth == 0:
-            self.db.execute("BEGIN")
-        self._local.depth = depth + 1
-        try:
+        with nested_read_transaction(self._local, self.db.execute, "BEGIN"):
             yield
-        finally:
-            self._local.depth = depth
-            if depth == 0:
-                self.db.execute("COMMIT")
 
     def _meta(self, key: str) -> str | None:
         row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
