@@ -65,8 +65,6 @@ def test_scan_a_three_page_contract_with_progress(engine, tmp_path):
                      ("report", 4, 5), ("done", 5, 5)]
     assert set(report.timings_ms) == {"load_ms", "ingest_ms", "classify_ms", "check_ms",
                                       "report_ms"}
-    # seconds, not minutes, on 2 shared cores (model loading excluded)
-    assert sum(report.timings_ms.values()) - report.timings_ms["load_ms"] < 20_000
     assert engine.store.document(report.document.id).path == "co-branding.txt"
     flags = {f.rule: f for f in report.flags}
     assert len(flags) == 11
