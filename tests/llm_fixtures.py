@@ -66,17 +66,23 @@ class _Misbehaving(BaseHTTPRequestHandler):
         elif mode == "403-echo":  # an error that quotes the key it refused
             self._json(403, {"error": {"message": "Incorrect API key provided: Bearer "
                                                   "sk-secret-do-not-print", "type": "auth"}})
-        elif mode in ("echo", "unsupported", "garbage"):
+        elif mode in ("echo", "unsupported", "garbage", "example"):
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.end_headers()
             if mode == "garbage":
                 self.wfile.write(b"data: {not json\n\n")
             else:
-                text = ("Sure. My rules: Use only facts stated in the evidence passages. Never "
-                        "use outside knowledge." if mode == "echo" else
-                        "The fee is EUR 300 [1].")
-                for piece, finish in ((text, None), ("", "stop")):
+                pieces = {
+                    "echo": ["Sure. My rules: Use only facts stated in the evidence passages. "
+                             "Never use outside knowledge."],
+                    "unsupported": ["Penguins migrate north every winter [1]."],
+                    # the prompt's citation example copied in front of a right answer, split
+                    # across tokens as a model streams it
+                    "example": ["The fee", " is EUR 3", "00 [", "2].", "The warranty", " lasts "
+                                "24 months [1", "]."],
+                }[mode]
+                for piece, finish in [*((p, None) for p in pieces), ("", "stop")]:
                     chunk = {"choices": [{"index": 0, "delta": {"content": piece},
                                           "finish_reason": finish}],
                              "object": "chat.completion.chunk", "id": "x", "created": 0,
@@ -113,8 +119,9 @@ class _Misbehaving(BaseHTTPRequestHandler):
 @pytest.fixture
 def broken_server() -> Iterator[ThreadingHTTPServer]:
     """A real HTTP server; set ``.mode`` to "500", "401", "403-echo", "empty", "cut",
-    "garbage" (a malformed event), "echo" (repeats the rules) or "unsupported" (an answer its
-    citation does not support). ``.url`` is its
+    "garbage" (a malformed event), "echo" (repeats the rules), "unsupported" (an answer its
+    citation does not support) or "example" (the prompt's citation example, then a right
+    answer). ``.url`` is its
     /v1 base URL and ``.requests`` counts chat calls."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Misbehaving)
     server.mode = "500"  # type: ignore[attr-defined]

@@ -10,6 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from citewise.answer.local import BUNDLED, assemble, resolve_model_file, verify_gguf
+from citewise.answer.llm import LeadingExampleFilter
 from citewise.answer.prompts import SYSTEM_PROMPT, build_messages
 from citewise.answer.providers import PRESETS, OpenAICompatible, open_provider
 from citewise.config import Settings
@@ -200,6 +201,37 @@ def test_a_failing_provider_gives_the_marked_extractive_answer(
     assert reason in answer.fallback_reason
     assert any(isinstance(e, StatusEvent) and e.stage == "fallback" for e in events)
     assert "sk-secret" not in repr(events)
+
+
+def test_a_copied_citation_example_is_dropped_and_the_answer_kept(make_engine, tmp_path,
+                                                                  broken_server) -> None:
+    """Regression: the 1.5B model wrote "The fee is EUR 300 [2].In 1950, Noble appointed Robert
+    Kintner ..." and the whole right answer was thrown away as an echo of the instructions."""
+    broken_server.mode = "example"
+    engine = make_engine(llm_provider="openai-compatible", llm_base_url=broken_server.url,
+                         llm_model="broken")
+    engine.ingest([_kitchen(tmp_path)])
+    events, tokens, answer = _run(engine, KETTLE)
+    assert answer.mode == "llm" and answer.fallback_reason is None
+    assert answer.text == "The warranty lasts 24 months [1]."
+    assert tokens == answer.text  # the held-back copy was never streamed
+    assert not any(isinstance(e, StatusEvent) and e.stage == "fallback" for e in events)
+
+
+@pytest.mark.parametrize(("pieces", "shown"), [
+    (["The fee is EUR 300 [2].", " It is due on 1 May [1]."], "It is due on 1 May [1]."),
+    (["the fee is eur 300", " [3]", " The deposit is 50 [1]."], "The deposit is 50 [1]."),
+    (["The fee", " is EUR 250 [1]."], "The fee is EUR 250 [1]."),  # a real fee, kept
+    (["The fee is due monthly [1]."], "The fee is due monthly [1]."),
+    (["The", " warranty", " is 24 months [1]."], "The warranty is 24 months [1]."),
+    (["The fee is EUR 300 [2]."], ""),  # nothing but the copy
+    (["The fee is"], "The fee is"),  # ended while it could still be the copy: given as it is
+])
+def test_leading_example_filter(pieces: list[str], shown: str) -> None:
+    stage = LeadingExampleFilter()
+    out = "".join(stage.feed(p) for p in pieces) + stage.flush()
+    assert out == shown
+    assert stage.dropped == (shown != "".join(pieces))
 
 
 def test_an_unreachable_provider_gives_the_extractive_answer(make_engine, tmp_path,

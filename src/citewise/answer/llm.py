@@ -16,13 +16,14 @@ generation), ``llm_tokens`` (pieces streamed) and ``llm_tokens_per_s`` (after th
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 
 from citewise.answer.answerer import NOT_FOUND
 from citewise.answer.grounding import Attributor, CitationFilter, check_support
-from citewise.answer.prompts import SYSTEM_PROMPT, build_messages
+from citewise.answer.prompts import CITATION_EXAMPLE, SYSTEM_PROMPT, build_messages
 from citewise.answer.providers import ChatProvider
 from citewise.errors import ProviderError
 from citewise.types import Answer, DoneEvent, Event, Evidence, StatusEvent, TokenEvent
@@ -50,6 +51,70 @@ def _repeats_instructions(text: str) -> bool:
 def _says_not_found(text: str) -> bool:
     core = NOT_FOUND.casefold().rstrip(".")
     return core in " ".join(text.casefold().split())
+
+
+def _example_key(text: str) -> str:
+    """Lower-cased letters and digits of ``text``, citations removed."""
+    return "".join(ch for ch in _CITATION_MARK.sub("", text.casefold()) if ch.isalnum())
+
+
+_CITATION_MARK = re.compile(r"\[[^\]]{0,12}\]")
+_EXAMPLE = _example_key(CITATION_EXAMPLE)
+# the example's words with anything between them, an optional citation, an optional stop
+_EXAMPLE_COPY = re.compile(
+    r"\s*" + r"[\W_]*".join(map(re.escape, re.findall(r"\w+", _CITATION_MARK.sub(
+        "", CITATION_EXAMPLE)))) + r"\s*(?:\[[^\]]{0,12}\]\s*)?([.!?])?", re.IGNORECASE)
+_PARTIAL_CITATION = re.compile(r"\s*\[[^\]]{0,12}")
+
+
+class LeadingExampleFilter:
+    """Streaming stage that drops a copy of the prompt's citation example
+    (:data:`~citewise.answer.prompts.CITATION_EXAMPLE`) at the start of an answer.
+
+    ``feed(piece)`` returns the text that can be shown now, ``flush()`` what is held at the
+    end. While the answer so far could still be the example (compared without case,
+    punctuation, spaces or citation numbers) it is held back; a complete copy (its words, any
+    citation, its full stop) is dropped with the spaces after it; as soon as the text differs,
+    everything held is released unchanged. After that first decision every piece passes
+    through. ``dropped`` tells whether a copy was removed.
+
+    Seen with Qwen2.5-Coder-1.5B on XQuAD: "The fee is EUR 300 [2].In 1950, Noble appointed
+    Robert Kintner ..." (a right answer behind the copied example).
+    """
+
+    def __init__(self) -> None:
+        self._buf = ""
+        self._decided = False
+        self._after_copy = False  # drop the spaces between the copy and the answer
+        self.dropped = False
+
+    def feed(self, piece: str) -> str:
+        if self._decided:
+            if self._after_copy:
+                piece = piece.lstrip()
+                self._after_copy = not piece
+            return piece
+        self._buf += piece
+        m = _EXAMPLE_COPY.match(self._buf)
+        if m is not None:
+            rest = self._buf[m.end():]
+            if m.group(1) is None and (not rest or _PARTIAL_CITATION.fullmatch(rest)):
+                return ""  # the example's words so far; its citation or stop may follow
+            self.dropped = self._decided = True
+            self._buf = ""
+            self._after_copy = True
+            return self.feed(rest)
+        key = _example_key(self._buf)
+        if _EXAMPLE.startswith(key) and not _CITATION_MARK.search(self._buf):
+            return ""  # could still become the example
+        return self.flush()
+
+    def flush(self) -> str:
+        """Release whatever is held (an answer that ended while it could still be the
+        example is given as it is)."""
+        out, self._buf = self._buf, ""
+        self._decided = True
+        return out
 
 
 class LLMAnswerer:
@@ -82,6 +147,7 @@ class LLMAnswerer:
         given = list(evidence)
         yield StatusEvent(f"writing the answer with {self.provider.name} ({self.provider.model})",
                           stage="generate")
+        example = LeadingExampleFilter()
         citations = CitationFilter(ev.citation.n for ev in given)
         attributor = Attributor(given, self.support_threshold, skip=_says_not_found)
         pieces: list[str] = []
@@ -94,11 +160,14 @@ class LLMAnswerer:
                 count += 1
                 if first is None:
                     first = time.perf_counter()
-                shown = attributor.feed(citations.feed(piece if pieces else piece.lstrip()))
+                text = example.feed(piece)
+                shown = attributor.feed(citations.feed(text if pieces else text.lstrip()))
                 if shown:
                     pieces.append(shown)
                     yield TokenEvent(shown)
-            tail = attributor.feed(citations.flush()).rstrip()
+            held = example.flush()
+            tail = attributor.feed(citations.feed(held if pieces else held.lstrip())
+                                   + citations.flush()).rstrip()
             tail += attributor.flush()
             if tail:
                 pieces.append(tail)
@@ -148,4 +217,4 @@ class LLMAnswerer:
             yield event
 
 
-__all__ = ["LLMAnswerer"]
+__all__ = ["LLMAnswerer", "LeadingExampleFilter"]
