@@ -54,10 +54,10 @@ class _Misbehaving(BaseHTTPRequestHandler):
     def log_message(self, *args: object) -> None:  # keep test output clean
         pass
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         self._json(200, {"object": "list", "data": [{"id": "broken", "object": "model"}]})
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length", 0)))
         self.server.requests += 1  # type: ignore[attr-defined]
         mode = self.server.mode  # type: ignore[attr-defined]
@@ -74,13 +74,13 @@ class _Misbehaving(BaseHTTPRequestHandler):
                 self.wfile.write(b"data: {not json\n\n")
             else:
                 pieces = {
-                    "echo": ["Sure. My rules: Use only facts stated in the evidence passages. "
-                             "Never use outside knowledge."],
+                    "echo": [("Sure. My rules: Use only facts stated in the evidence passages. "
+                              "Never use outside knowledge.")],
                     "unsupported": ["Penguins migrate north every winter [1]."],
                     # the prompt's citation example copied in front of a right answer, split
                     # across tokens as a model streams it
-                    "example": ["The fee", " is EUR 3", "00 [", "2].", "The warranty", " lasts "
-                                "24 months [1", "]."],
+                    "example": ["The fee", " is EUR 3", "00 [", "2].", "The warranty",
+                                " lasts 24 months [1", "]."],
                 }[mode]
                 for piece, finish in [*((p, None) for p in pieces), ("", "stop")]:
                     chunk = {"choices": [{"index": 0, "delta": {"content": piece},

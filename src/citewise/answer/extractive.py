@@ -15,7 +15,6 @@ import math
 import time
 from collections.abc import Iterator, Sequence
 
-
 from citewise.answer.answerer import NOT_FOUND
 from citewise.ingest.chunking import sentences
 from citewise.retrieve.analysis import tokenize

@@ -188,7 +188,7 @@ def serve(path: Path, threads: int, context: int) -> str:
             params.verbosity = 0
             try:
                 server = xllamacpp.Server(params)
-            except Exception as err:  # the runtime reports load failures as RuntimeError
+            except Exception as err:  # noqa: BLE001  (the runtime reports load failures as RuntimeError, or anything)
                 raise ModelError(f"{path}: llama.cpp could not load it ({err})") from None
             _servers[key] = server
     url = f"{server.listening_address}/v1"  # type: ignore[attr-defined]

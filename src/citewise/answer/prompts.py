@@ -85,6 +85,20 @@ def _source(ev: Evidence) -> str:
     return _defang(ev.citation.location).replace('"', "'")
 
 
+def _cut(text: str, budget: int, count_tokens: Callable[[str], int]) -> str:
+    """The longest prefix of whole words of ``text`` within ``budget`` tokens, then " …"
+    (binary search over the word count; ``count_tokens`` is monotone in the prefix)."""
+    words = text.split()
+    lo, hi = 0, len(words)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if count_tokens(" ".join(words[:mid])) <= budget:
+            lo = mid
+        else:
+            hi = mid - 1
+    return " ".join(words[:lo]) + " …"
+
+
 def _window(text: str, question_terms: set[str], budget: int,
             count_tokens: Callable[[str], int]) -> str:
     """The run of consecutive sentences of ``text`` within ``budget`` tokens that holds the
