@@ -22,7 +22,7 @@ feeds the answer. Measured:
 Usage::
 
     python benchmarks/answers.py [--answerers extractive,qwen2.5-coder-1.5b,qwen2.5-coder-0.5b]
-        [--threads 2] [--json results.json]
+        [--threads 2] [--json results.json] [--collections xquad-en] [--limit 5]
 """
 
 from __future__ import annotations
@@ -118,7 +118,8 @@ def engines(settings: Settings, answerers: list[str], store_path: str) -> dict[s
     return out
 
 
-def run(answerers: list[str], threads: int, home: Path) -> list[dict[str, Any]]:
+def run(answerers: list[str], threads: int, home: Path, collections_wanted: set[str] | None = None,
+        limit: int | None = None) -> list[dict[str, Any]]:
     base = Settings(home=home, llm_threads=threads, threads=threads)
     rows: list[dict[str, Any]] = []
     collections: list[tuple[str, str, list[dict[str, Any]]]] = []
@@ -137,6 +138,9 @@ def run(answerers: list[str], threads: int, home: Path) -> list[dict[str, Any]]:
     ingest_engine.ingest(files)
     collections.append(("cuad", str(cuad_settings.index_path), cuad))
     for collection, store_path, items in collections:
+        if collections_wanted and collection not in collections_wanted:
+            continue
+        items = items[:limit] if limit else items
         kind = "cuad" if collection == "cuad" else "xquad"
         by_name = engines(base, answerers, store_path)
         for item in items:
@@ -189,8 +193,13 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--home", type=Path, default=Path.home() / ".citewise-bench")
     ap.add_argument("--json", type=Path, help="Write every answer here.")
+    ap.add_argument("--collections", default="",
+                    help="Comma-separated subset of xquad-en,xquad-ru,cuad (default: all).")
+    ap.add_argument("--limit", type=int, default=None,
+                    help="First N questions of each collection (a quick speed check).")
     args = ap.parse_args()
-    rows = run(args.answerers.split(","), args.threads, args.home)
+    wanted = set(filter(None, args.collections.split(","))) or None
+    rows = run(args.answerers.split(","), args.threads, args.home, wanted, args.limit)
     if args.json:
         args.json.write_text(json.dumps(rows, ensure_ascii=False, indent=1), encoding="utf-8")
     print(summary(rows))
