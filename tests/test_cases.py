@@ -98,6 +98,7 @@ def test_c06_bad_files_get_a_status_and_the_batch_goes_on(engine):
 
 
 def test_c07_empty_index_says_nothing_is_indexed(engine, case_copy):
+    """C07 (engine; HTTP 200 through the API in tests/api/test_cases_reliability.py)."""
     answer = engine.ask("What is the refund policy?")
     assert not answer.found and answer.citations == ()
     assert "No documents are indexed" in answer.text
@@ -107,6 +108,21 @@ def test_c07_empty_index_says_nothing_is_indexed(engine, case_copy):
     answer = engine.ask("What is the refund policy?")
     assert not answer.found and answer.citations == ()
     assert "blank_page.pdf" in answer.text
+
+
+@pytest.mark.slow
+def test_c08_400_page_pdf_becomes_searchable(engine):
+    """C08: a 400-page PDF is ingested in full (pages streamed, not one giant text) and its
+    needle on page 377 is found and cited. The upload limit (413) is tested in
+    tests/api/test_cases_api.py; an upload returning at once while ingestion continues in the
+    background is not built (docs/limitations.md)."""
+    report = engine.ingest([CASES / "c08_large"])
+    assert [(f.status, f.reason) for f in report.files] == [("added", "")]
+    doc = engine.store.documents()[0]
+    assert doc.pages == 400 and doc.chunk_count == report.files[0].chunks > 0
+    answer = engine.ask("When is the emergency generator test?")
+    assert "02:30" in answer.text and "first Sunday of each quarter" in answer.text
+    assert first_cited(answer, "02:30").page == 377
 
 
 def test_c10_legacy_encodings_are_decoded(engine):
@@ -194,6 +210,7 @@ def test_c20_reingest_replaces_stale_chunks(engine, case_copy):
 
 
 def test_c21_deleted_file_is_never_cited(engine, case_copy):
+    """C21 (a removed file; the API delete is in tests/api/test_cases_reliability.py)."""
     folder = case_copy("c21_delete", "col")
     engine.ingest([folder])
     assert "14 March" in engine.ask("When is the Project Marigold launch?").text
@@ -209,6 +226,8 @@ def test_c21_deleted_file_is_never_cited(engine, case_copy):
 
 
 def test_c22_other_embedding_model_is_refused_until_reindex(make_engine, case_copy):
+    """C22 with another dimension (512-d USE); the same-dimension kind through the API is in
+    tests/api/test_cases_reliability.py."""
     folder = case_copy("c21_delete", "col")
     first = make_engine()
     first.ingest([folder])
