@@ -29,12 +29,13 @@ def embedder() -> Embedder:
 
 @pytest.fixture
 def make_engine(tmp_path, embedder):
-    """``make_engine(**settings)``: an Engine on a fresh index in a temporary CITEWISE_HOME,
+    """``make_engine(**settings)``: an Engine on a fresh index in a temporary CITEWISE_HOME
+    (``home=`` picks another folder),
     sharing the session's embedder (the same real model, loaded once)."""
 
     def make(**overrides) -> Engine:
         home = tmp_path / "home"
-        settings = Settings(home=home, **{"llm_provider": "none", **overrides})
+        settings = Settings(**{"home": home, "llm_provider": "none", **overrides})
         engine = Engine(settings)
         if settings.embedding_model == embedder.name:
             engine.__dict__["embedder"] = embedder

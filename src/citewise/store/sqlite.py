@@ -434,6 +434,46 @@ class SQLiteStore:
             vectors = np.zeros((0, self.stored_model()[1] or 1), dtype=np.float32)
         return [_chunk(r[:16]) for r in rows], vectors, [r[16] for r in rows]
 
+    def check(self) -> list[str]:
+        """Problems found in the index file, one sentence each; [] when it is consistent.
+
+        Checks: SQLite's ``integrity_check``; the FTS5 index against the ``chunks`` rows (FTS5
+        ``integrity-check`` with rank 1 compares an external-content index with its content
+        table); one FTS row per chunk; no chunk without its document; every document's
+        ``chunk_count`` equal to its stored chunks; every vector ``dimension * 4`` bytes. Used
+        after a crash (``benchmarks/crash.py``) and by the crash-safety tests.
+        """
+        db = self.db
+        problems: list[str] = []
+        ok = db.execute("PRAGMA integrity_check").fetchall()
+        if ok != [("ok",)]:
+            problems.append(f"integrity_check: {'; '.join(r[0] for r in ok[:5])}")
+        try:
+            db.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('integrity-check', 1)")
+        except sqlite3.DatabaseError as err:
+            problems.append(f"the BM25 (FTS5) index disagrees with the chunks: {err}")
+        n_chunks = db.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        n_fts = db.execute("SELECT count(*) FROM chunks_fts_docsize").fetchone()[0]
+        if n_fts != n_chunks:
+            problems.append(f"{n_fts} BM25 rows for {n_chunks} chunks")
+        orphans = db.execute(
+            "SELECT count(*) FROM chunks c LEFT JOIN documents d ON d.id = c.document_id "
+            "WHERE d.id IS NULL").fetchone()[0]
+        if orphans:
+            problems.append(f"{orphans} chunks without their document")
+        wrong = db.execute(
+            "SELECT d.path, d.chunk_count, coalesce(n.n, 0) FROM documents d LEFT JOIN "
+            "(SELECT document_id, count(*) AS n FROM chunks GROUP BY document_id) n "
+            "ON n.document_id = d.id WHERE d.chunk_count != coalesce(n.n, 0)").fetchall()
+        problems.extend(f"{p}: {want} chunks recorded, {have} stored" for p, want, have in wrong)
+        _, dim = self.stored_model()
+        if dim:
+            bad = db.execute("SELECT count(*) FROM chunks WHERE length(vector) != ?",
+                             (4 * dim,)).fetchone()[0]
+            if bad:
+                problems.append(f"{bad} vectors are not {dim}-d float32")
+        return problems
+
     def info(self) -> IndexInfo:
         docs = self.db.execute(
             "SELECT count(*) FROM documents WHERE status = 'indexed'"

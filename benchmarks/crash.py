@@ -1,0 +1,173 @@
+"""Crash safety of ingestion: ``kill -9`` a real ``citewise ingest`` at seeded random moments.
+
+A folder of real documents is built in ``--work`` (a copy of ``--contracts`` CUAD contracts
+from ../shared/datasets/cuad and of this repository's docs/; nothing is written into the
+repository). A clean ingest into a fresh index gives the reference: for every file, its
+chunks as ``(ordinal, content hash)``. Then, ``--kills`` times:
+
+1. start ``python -m citewise.cli ingest FOLDER`` on a fresh ``CITEWISE_HOME``;
+2. wait until its first document is committed, then a seeded random delay drawn uniformly
+   from [0, the clean run's writing time), and send SIGKILL;
+3. open the index (a new :class:`~citewise.store.sqlite.SQLiteStore`, which runs the
+   migrations), run :meth:`SQLiteStore.check` (SQLite and FTS5 integrity checks, orphan chunks,
+   FTS rows per chunk, chunk counts, vector sizes) and compare every document with the
+   reference: it must be fully present (the same chunks) or absent;
+4. re-run the ingest to completion and check that every file is now present in full.
+
+Usage::
+
+    nice -n 10 python benchmarks/crash.py --kills 20 --seed 7 --contracts 6
+
+Prints one row per kill and a summary; exit status 1 if any check failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from citewise.store.sqlite import SQLiteStore
+
+ROOT = Path(__file__).resolve().parents[1]
+DATASETS = ROOT.parent / "shared" / "datasets"
+
+Snapshot = dict[str, list[tuple[int, str]]]
+
+
+def build_corpus(folder: Path, contracts: int) -> Path:
+    """``folder`` with ``contracts`` CUAD contracts (5-40 kB each, the first in name order)
+    and a copy of docs/; returns the folder."""
+    shutil.rmtree(folder, ignore_errors=True)
+    (folder / "cuad").mkdir(parents=True)
+    files = sorted((DATASETS / "cuad" / "full_contract_txt").rglob("*.txt"))
+    for f in [f for f in files if 5_000 < f.stat().st_size < 40_000][:contracts]:
+        shutil.copy2(f, folder / "cuad" / f.name)
+    shutil.copytree(ROOT / "docs", folder / "docs")
+    return folder
+
+
+def ingest_command(folder: Path) -> list[str]:
+    return [sys.executable, "-m", "citewise.cli", "ingest", str(folder), "--format", "json"]
+
+
+def ingest_env(home: Path) -> dict[str, str]:
+    env = dict(os.environ, CITEWISE_HOME=str(home), CITEWISE_LLM_PROVIDER="none",
+               CITEWISE_THREADS="1")
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(ROOT / "src"), *filter(None, [os.environ.get("PYTHONPATH")])])
+    return env
+
+
+def committed_documents(index: Path) -> int:
+    """Documents committed so far (0 while the index does not exist yet); read-only."""
+    if not index.exists():
+        return 0
+    try:
+        with sqlite3.connect(f"file:{index}?mode=ro", uri=True, timeout=5) as db:
+            return db.execute("SELECT count(*) FROM documents").fetchone()[0]
+    except sqlite3.Error:  # the schema is being created
+        return 0
+
+
+def snapshot(index: Path) -> Snapshot:
+    """Every indexed document's chunks as ``(ordinal, content hash)``, by source path."""
+    store = SQLiteStore(index)
+    try:
+        return {d.source_path: [(c.ordinal, c.content_hash) for c in store.chunks_of(d.id)]
+                for d in store.documents() if d.status == "indexed"}
+    finally:
+        store.close()
+
+
+def problems_after_crash(index: Path, reference: Snapshot) -> tuple[list[str], int]:
+    """``(problems, documents present)``: the store's own checks plus, per document, whether
+    it is exactly the reference's version."""
+    store = SQLiteStore(index)  # opening runs the migrations: the index must open
+    try:
+        problems = store.check()
+    finally:
+        store.close()
+    present = snapshot(index)
+    for path, chunks in present.items():
+        if path not in reference:
+            problems.append(f"{path}: not in the reference ingest")
+        elif chunks != reference[path]:
+            problems.append(f"{path}: {len(chunks)} chunks, a clean ingest gives "
+                            f"{len(reference[path])} (or different ones)")
+    return problems, len(present)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--kills", type=int, default=20)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--contracts", type=int, default=6)
+    ap.add_argument("--work", type=Path, default=Path("/tmp/citewise-crash"))
+    args = ap.parse_args()
+    rng = random.Random(args.seed)
+    folder = build_corpus(args.work / "data", args.contracts)
+
+    ref_home = args.work / "reference"
+    shutil.rmtree(ref_home, ignore_errors=True)
+    t0 = time.monotonic()
+    proc = subprocess.Popen(ingest_command(folder), env=ingest_env(ref_home),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    first = None
+    while proc.poll() is None:
+        if first is None and committed_documents(ref_home / "index.sqlite3"):
+            first = time.monotonic() - t0
+        time.sleep(0.02)
+    total = time.monotonic() - t0
+    if proc.returncode != 0 or first is None:
+        sys.exit(f"the reference ingest failed: {proc.stderr.read().decode()[-2000:]}")
+    reference = snapshot(ref_home / "index.sqlite3")
+    writing = total - first
+    print(f"corpus: {len(reference)} files, {sum(map(len, reference.values()))} chunks; "
+          f"clean ingest {total:.1f} s, first commit at {first:.1f} s, writing {writing:.1f} s")
+    print("\n| kill | delay after first commit s | documents present | problems | re-run complete |")
+    print("|---|---|---|---|---|")
+
+    failed = 0
+    partial = 0
+    for i in range(1, args.kills + 1):
+        home = args.work / "trial"
+        shutil.rmtree(home, ignore_errors=True)
+        index = home / "index.sqlite3"
+        delay = rng.uniform(0.0, writing)
+        proc = subprocess.Popen(ingest_command(folder), env=ingest_env(home),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        while proc.poll() is None and not committed_documents(index):
+            time.sleep(0.01)
+        time.sleep(delay)
+        finished_first = proc.poll() is not None
+        if not finished_first:
+            os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        problems, present = problems_after_crash(index, reference)
+        partial += 0 < present < len(reference)
+        rerun = subprocess.run(ingest_command(folder), env=ingest_env(home),
+                               capture_output=True, check=False)
+        after = snapshot(index)
+        store = SQLiteStore(index)
+        problems += store.check()
+        store.close()
+        complete = rerun.returncode == 0 and after == reference
+        failed += bool(problems) or not complete
+        note = " (ingest had finished)" if finished_first else ""
+        print(f"| {i} | {delay:.2f}{note} | {present}/{len(reference)} | "
+              f"{'; '.join(problems) or 'none'} | {'yes' if complete else 'NO'} |", flush=True)
+    print(f"\n{args.kills} kills, {partial} left a partly ingested folder, {failed} failed a "
+          f"check; documents lost: {failed and 'see above' or 0}")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
