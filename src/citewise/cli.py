@@ -110,13 +110,18 @@ def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Files and folders to index.",
                                                 readable=False)],
     prune: Annotated[bool, typer.Option(help="Also drop documents whose files are gone.")] = False,
+    collection: Annotated[str | None, typer.Option(
+        help="The collection the files belong to (default: CITEWISE_COLLECTION); API read "
+             "keys are granted per collection.")] = None,
     fmt: FormatOpt = OutputFormat.text,
 ) -> None:
     """Add or update files and folders; unchanged files are skipped, removed ones deleted."""
     with _errors():
         engine = _engine()
+        if collection is not None:
+            engine.settings.collection_folder(collection)  # ConfigError for a bad name
         with _progress("ingesting", fmt is OutputFormat.text and sys.stderr.isatty()) as update:
-            report = engine.ingest(paths, prune=prune, progress=update)
+            report = engine.ingest(paths, prune=prune, progress=update, collection=collection)
     if fmt is OutputFormat.json:
         print(json.dumps({"files": _jsonable(report.files), "seconds": report.seconds,
                           "chunks": report.chunks, "embedded": report.embedded}, ensure_ascii=False))

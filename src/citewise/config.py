@@ -8,6 +8,7 @@ Sources, highest priority first: keyword arguments, ``CITEWISE_*`` environment v
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from enum import Enum
 from typing import Literal
@@ -53,6 +54,10 @@ def _check_toml(path: Path) -> None:
                           "fix it or remove it") from None
 
 
+#: A collection's name: the folder under $home/collections/ and the value stored per document.
+COLLECTION_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"
+COLLECTION_NAME = re.compile(COLLECTION_PATTERN)
+
 LLM_PROVIDERS = ("local", "none", "openai", "ollama", "groq", "openrouter", "gemini", "vllm",
                  "llamacpp", "openai-compatible")
 
@@ -66,6 +71,8 @@ class Settings(BaseSettings):
         extra="forbid",
         toml_file=["citewise.toml"],
         validate_default=True,
+        # a refused value is never echoed into an error message: it may be a secret
+        hide_input_in_errors=True,
     )
 
     home: Path = Field(default_factory=default_home, description="Index, sessions and config.")
@@ -174,12 +181,20 @@ class Settings(BaseSettings):
         "'Authorization: Bearer <key>' or 'X-API-Key'); empty = admin only when bound to "
         "localhost.",
     )
+    api_keys: dict[SecretStr, list[str]] = Field(
+        default_factory=dict,
+        description="Read keys and the collections each may read, as a JSON object (env) or a "
+        "TOML table: {\"<key>\": [\"hr\", \"legal\"]}; [\"*\"] reads every collection. When "
+        "set, searching, chatting and reading sources need one of these keys (or the admin "
+        "key, which reads everything), sent like the admin key; empty = reading is open.",
+    )
     cors_origins: list[str] = Field(
         default_factory=list, description="Origins allowed to call the API from a browser."
     )
     collection: str = Field(
-        "default", pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$",
-        description="Name of the folder under $home/collections/ that uploads are stored in.",
+        "default", pattern=COLLECTION_PATTERN,
+        description="The collection ingested documents belong to (CLI) and uploads go to by "
+        "default: the folder under $home/collections/ they are stored in.",
     )
     max_upload_mb: float = Field(50.0, gt=0, description="Largest uploaded file, in MiB.")
     upload_types: list[str] = Field(
@@ -243,6 +258,26 @@ class Settings(BaseSettings):
             raise ValueError(f"unknown LLM provider; use one of: {', '.join(LLM_PROVIDERS)}")
         return name
 
+    @field_validator("api_keys", mode="before")
+    @classmethod
+    def _check_api_keys(cls, value: object) -> object:
+        """Shape checks whose messages never contain a key (pydantic would put a dict key in
+        the error's location)."""
+        if not isinstance(value, dict):
+            raise ValueError('must be a JSON object {"<key>": ["<collection>", ...]}')
+        for n, (key, names) in enumerate(value.items(), start=1):
+            where = f"entry {n} of CITEWISE_API_KEYS"
+            if isinstance(key, SecretStr):
+                key = key.get_secret_value()
+            if not isinstance(key, str) or len(key.strip()) < 8:
+                raise ValueError(f"{where}: a key must be a string of at least 8 characters")
+            if not isinstance(names, list) or not names or not all(
+                    isinstance(c, str) and (c == "*" or COLLECTION_NAME.fullmatch(c))
+                    for c in names):
+                raise ValueError(f"{where}: the collections must be a non-empty list of names "
+                                 "(letters, digits, _ and -, up to 64) or [\"*\"]")
+        return value
+
     @field_validator("home", mode="after")
     @classmethod
     def _expand_home(cls, value: Path) -> Path:
@@ -251,7 +286,16 @@ class Settings(BaseSettings):
     @property
     def collection_dir(self) -> Path:
         """The folder uploads are stored in: ``$home/collections/<collection>``."""
-        return self.home / "collections" / self.collection
+        return self.collection_folder(self.collection)
+
+    def collection_folder(self, name: str) -> Path:
+        """The folder uploads to collection ``name`` are stored in:
+        ``$home/collections/<name>``. Raises ConfigError for a name that is not a collection
+        name (letters, digits, ``_`` and ``-``, up to 64), so no name can leave the folder."""
+        if not COLLECTION_NAME.fullmatch(name):
+            raise ConfigError(f"{name[:80]!r} is not a collection name: use letters, digits, "
+                              "_ and - (up to 64)")
+        return self.home / "collections" / name
 
     @property
     def sessions_database(self) -> str:

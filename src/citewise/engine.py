@@ -72,19 +72,30 @@ class Engine:
 
     # --- ingest ---------------------------------------------------------------------------
     def ingest(self, paths: Sequence[str | Path], prune: bool = False,
-               progress: ProgressFn | None = None) -> IngestReport:
-        return Ingestor(self.settings, self.store, self.embedder).ingest(paths, prune, progress)
+               progress: ProgressFn | None = None, collection: str | None = None) -> IngestReport:
+        """Index files and folders into ``collection`` (default ``settings.collection``)."""
+        return Ingestor(self.settings, self.store, self.embedder, collection).ingest(
+            paths, prune, progress)
 
     def reindex(self, progress: ProgressFn | None = None) -> IngestReport:
         """Re-embed every file-backed document with the configured model (after a model
-        change). Documents whose files are gone are dropped."""
-        docs = self.store.documents()
-        files = [
-            (Path(d.source_path), Path(d.metadata.get("_root", d.source_path)))
-            for d in docs if Path(d.source_path).is_file()
-        ]
+        change), each into the collection it was in. Documents whose files are gone are
+        dropped."""
+        by_collection: dict[str, list[tuple[Path, Path]]] = {}
+        for d in self.store.documents():
+            if Path(d.source_path).is_file():
+                by_collection.setdefault(d.collection, []).append(
+                    (Path(d.source_path), Path(d.metadata.get("_root", d.source_path))))
         self.store.clear()
-        return Ingestor(self.settings, self.store, self.embedder).ingest_files(files, progress)
+        self.store.bind_model(self.embedder.name, self.embedder.dim)
+        report = IngestReport()
+        for collection, files in by_collection.items():
+            part = Ingestor(self.settings, self.store, self.embedder, collection).ingest_files(
+                files, progress)
+            report.files.extend(part.files)
+            report.seconds += part.seconds
+            report.embedded += part.embedded
+        return report
 
     # --- query ----------------------------------------------------------------------------
     def search(self, query: str, *, mode: SearchMode | str = SearchMode.HYBRID,
@@ -136,20 +147,24 @@ class Engine:
         """
         question = clean_query(question, self.settings.max_query_chars)
         if self.store.info().chunks == 0:
-            yield DoneEvent(Answer(question, self._not_found(NO_DOCUMENTS), (), False, "none"))
+            yield DoneEvent(Answer(question, self._not_found(NO_DOCUMENTS, filters), (), False,
+                                   "none"))
             return
         yield StatusEvent("searching the documents", stage="retrieve")
         result = self.search(question, mode=mode, top_k=top_k, filters=filters)
-        yield from self.answer_stream(question, result, extractive=extractive, history=history)
+        yield from self.answer_stream(question, result, extractive=extractive, history=history,
+                                      filters=filters)
 
     def answer_stream(self, question: str, result: SearchResult, *, extractive: bool = False,
-                      history: Sequence[tuple[str, str]] = ()) -> Iterator[Event]:
+                      history: Sequence[tuple[str, str]] = (),
+                      filters: Mapping[str, Any] | None = None) -> Iterator[Event]:
         """The answer to ``question`` from a finished search: as :meth:`ask_stream` after its
-        retrieval step (status and token events, then one DoneEvent)."""
+        retrieval step (status and token events, then one DoneEvent). ``filters`` are the
+        search's: a not-found reply names only unreadable files of its ``collections``."""
         question = clean_query(question, self.settings.max_query_chars)
         if not result.hits:
-            yield DoneEvent(Answer(question, self._not_found(NOT_FOUND), (), False, "none",
-                                   metrics=result.timings_ms))
+            yield DoneEvent(Answer(question, self._not_found(NOT_FOUND, filters), (), False,
+                                   "none", metrics=result.timings_ms))
             return
         evidence = to_evidence(result.hits)
 
@@ -228,9 +243,12 @@ class Engine:
             return rules
         return LLMChecker(provider, rules) if provider is not None else rules
 
-    def _not_found(self, text: str) -> str:
-        """The not-found reply, naming files that could not be read (they may hold it)."""
-        failed = [d for d in self.store.documents() if d.status == "failed"]
+    def _not_found(self, text: str, filters: Mapping[str, Any] | None = None) -> str:
+        """The not-found reply, naming files that could not be read (they may hold it); with
+        a ``collections`` filter, only files of those collections."""
+        readable = (filters or {}).get("collections")
+        failed = [d for d in self.store.documents() if d.status == "failed"
+                  and (readable is None or d.collection in readable)]
         if not failed:
             return text
         names = "; ".join(f"{d.path} ({d.error})" for d in failed[:5])

@@ -79,6 +79,9 @@ class Document:
     #: document has no chunks and is kept only so users and answers can be told about it.
     status: str = "indexed"
     error: str = ""
+    #: the collection the document belongs to; API keys are granted read access per
+    #: collection (``CITEWISE_API_KEYS``) and searches filter on it before ranking
+    collection: str = "default"
 
 
 @dataclass(frozen=True)

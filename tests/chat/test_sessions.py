@@ -20,7 +20,7 @@ def store(tmp_path) -> SessionStore:
 def test_migrations_create_the_schema_once(tmp_path):
     s = store(tmp_path)
     with s.engine.connect() as conn:
-        assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0001"
+        assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0002"
     assert set(inspect(s.engine).get_table_names()) == {
         "alembic_version", "chats", "messages", "pending_actions"}
     chat = s.create_chat("  A   title ")
@@ -86,3 +86,15 @@ def test_list_search_escapes_wildcards(tmp_path):
     assert [c.title for c in s.list_chats(q="under_")[0]] == ["under_score"]
     assert s.delete_chat(s.list_chats(q="1000")[0][0].id)
     assert s.list_chats()[1] == 3
+
+
+def test_chats_are_kept_per_owner(tmp_path):
+    s = store(tmp_path)
+    mine = s.create_chat("mine", owner="a" * 16)
+    theirs = s.create_chat("theirs", owner="b" * 16)
+    rows, total = s.list_chats(owner="a" * 16)
+    assert [r.id for r in rows] == [mine.id] and total == 1
+    assert s.get_chat(theirs.id, "a" * 16) is None
+    assert s.get_chat(theirs.id).title == "theirs"  # owner None: every chat
+    assert s.delete_chat(theirs.id, "a" * 16) is False and s.get_chat(theirs.id) is not None
+    assert s.list_chats()[1] == 2

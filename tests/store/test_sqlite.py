@@ -66,8 +66,23 @@ def test_migrations_are_recorded_and_idempotent(tmp_path):
     SQLiteStore(path).close()
     SQLiteStore(path).close()
     db = sqlite3.connect(path)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == 1
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 2
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_m002_puts_the_documents_of_an_older_index_in_the_default_collection(tmp_path):
+    from citewise.store.sqlite import m001_initial
+
+    path = tmp_path / "old.sqlite3"
+    db = sqlite3.connect(path, isolation_level=None)
+    m001_initial(db)
+    db.execute("PRAGMA user_version = 1")
+    db.execute("INSERT INTO documents (id, path, source_path, title, format, content_hash, "
+               "chunk_count, indexed_at) VALUES ('d', 'a.txt', '/a.txt', 'a', 'text', 'h', 0, 0)")
+    db.close()
+    store = SQLiteStore(path)
+    assert [(d.id, d.collection) for d in store.documents()] == [("d", "default")]
+    assert store.db.execute("PRAGMA user_version").fetchone()[0] == 2
 
 
 def test_reader_sees_old_or_new_version_while_writer_replaces(tmp_path):

@@ -125,6 +125,34 @@ class StoreSuite:
         with pytest.raises(ValueError, match="unknown filter"):
             store.dense_search(unit(1), 5, {"colour": "red"})
 
+    def test_collections_filter_applies_before_top_k(self, store):
+        """A collection-private document is never returned to a search limited to other
+        collections, and the filter comes before ranking: the private chunks score best, yet
+        the filtered top k is still k chunks of the readable collection."""
+        from dataclasses import replace
+
+        store.bind_model("test-model", DIM)
+        for name, collection, first in (("secret.txt", "hr", 1.0), ("open.txt", "public", 0.5)):
+            texts = [f"refund policy {name} part {i}" for i in range(4)]
+            doc, chunks, _ = make_doc(name, texts)
+            vecs = np.stack([unit(first - 0.01 * i, 0.1) for i in range(4)])
+            store.upsert_document(replace(doc, collection=collection), chunks, vecs,
+                                  [analyze(t) for t in texts])
+        public = {"collections": ["public"]}
+        dense = store.dense_search(unit(1, 0.1), 3, public)
+        sparse = store.sparse_search(tokenize("refund policy secret"), 3, public)
+        for hits in (dense, sparse):
+            assert [h.chunk_id.split("-")[0] for h in hits] == ["open.txt"] * 3
+        assert store.dense_search(unit(1, 0.1), 1)[0].chunk_id == "secret.txt-0"
+        assert store.dense_search(unit(1), 5, {"collections": []}) == []
+        assert store.sparse_search(["refund"], 5, {"collections": []}) == []
+        both = store.dense_search(unit(1, 0.1), 8, {"collections": ["public", "hr"]})
+        assert len(both) == 8
+        assert store.document("id-secret.txt").collection == "hr"
+        assert {d.collection for d in store.documents()} == {"hr", "public"}
+        with pytest.raises(ValueError, match="collections"):
+            store.dense_search(unit(1), 5, {"collections": "public"})
+
     def test_shape_mismatch_is_rejected(self, store):
         doc, chunks, vecs = make_doc("s.txt", ["a", "b"])
         store.bind_model("test-model", DIM)

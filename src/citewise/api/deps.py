@@ -8,7 +8,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from citewise.api.auth import check_admin
+from citewise.api.auth import Reader, check_admin, readable_collections
 from citewise.api.sse import StreamCounter
 from citewise.chat.agent import Agent
 from citewise.chat.sessions import SessionStore
@@ -52,7 +52,12 @@ def require_admin(request: Request) -> None:
     check_admin(request, get_settings(request))
 
 
+def get_reader(request: Request) -> Reader:
+    return readable_collections(request, get_settings(request))
+
+
 StateDep = Annotated[AppState, Depends(get_state)]
+ReaderDep = Annotated[Reader, Depends(get_reader)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 EngineDep = Annotated[Engine, Depends(get_engine)]
 AgentDep = Annotated[Agent, Depends(get_agent)]

@@ -35,6 +35,9 @@ class ChatFilters(_In):
                                            description="Search only these documents.")
     path_prefix: str | None = Field(None, max_length=1000,
                                     description="Search only documents whose path starts so.")
+    collections: list[str] | None = Field(
+        None, max_length=100, description="Search only these collections (of those the "
+        "caller's key may read).")
 
 
 class ChatRequest(_In):
@@ -155,6 +158,7 @@ class DocumentPublic(BaseModel):
     error: str
     indexed_at: float
     warnings: list[str]
+    collection: str = "default"
 
 
 class DocumentsPublic(BaseModel):

@@ -129,14 +129,16 @@ class Agent:
             chat_id, turns=max(s.history_turns - 1, 0), budget_tokens=s.history_tokens,
             count_tokens=self._count_tokens, summarise=summarise, before=before)
 
-    def start(self, query: str, conversation_id: str | None = None) -> str:
-        """Validate ``query`` and return the chat to run it in (a new one, titled after the
-        query, when ``conversation_id`` is None). Raises QueryError, QueryTooLongError, or
-        NotFoundError for an unknown ``conversation_id``."""
+    def start(self, query: str, conversation_id: str | None = None, *, owner: str = "",
+              scope: str | None = None) -> str:
+        """Validate ``query`` and return the chat to run it in (a new one owned by ``owner``,
+        titled after the query, when ``conversation_id`` is None). Raises QueryError,
+        QueryTooLongError, or NotFoundError for a ``conversation_id`` that is unknown or not
+        in ``scope`` (the caller's owner tag; None = any chat)."""
         validate_query(query, self.settings)
         if conversation_id is None:
-            return self.sessions.create_chat(query).id
-        if self.sessions.get_chat(conversation_id) is None:
+            return self.sessions.create_chat(query, owner).id
+        if self.sessions.get_chat(conversation_id, scope) is None:
             raise NotFoundError(f"no conversation with id {conversation_id!r}")
         return conversation_id
 
@@ -176,7 +178,8 @@ class Agent:
             if plan.directive is Directive.INGEST:
                 inner = self._propose_ingest(chat_id, query, plan.argument)
             elif plan.directive is Directive.SCAN:
-                inner = self._scan(chat_id, query, plan.argument, propose=attachment is not None)
+                inner = self._scan(chat_id, query, plan.argument, propose=attachment is not None,
+                                   filters=filters)
             elif plan.directive is Directive.ANSWER and provider is not None:
                 inner = self._answer_from_history(query, history, provider)
             else:
@@ -226,12 +229,14 @@ class Agent:
         yield ToolCallEvent("search", {"query": query, "top_k": k, "mode": SearchMode(mode).value})
         if engine.store.info().chunks == 0:  # the engine's "no documents" reply
             yield ToolResultEvent("search", {"hits": []})
-            yield from engine.ask_stream(query, top_k=top_k, extractive=extractive)
+            yield from engine.ask_stream(query, top_k=top_k, extractive=extractive,
+                                         filters=filters)
             return
         yield StatusEvent("searching the documents", stage="retrieve")
         result = engine.search(query, mode=mode, top_k=top_k, filters=filters)
         yield ToolResultEvent("search", {"hits": [_hit_dict(h) for h in result.hits]})
-        yield from engine.answer_stream(query, result, extractive=extractive, history=history)
+        yield from engine.answer_stream(query, result, extractive=extractive, history=history,
+                                        filters=filters)
 
     def _answer_from_history(self, query: str, history: History,
                              provider: ChatProvider) -> Iterator[Event]:
@@ -278,10 +283,11 @@ class Agent:
         token = self.sessions.add_pending(chat_id, action, {**input, "message_id": message_id})
         yield InterruptEvent(action, input, token)
 
-    def _scan(self, chat_id: str, query: str, document_id: str,
-              propose: bool) -> Iterator[Event]:
+    def _scan(self, chat_id: str, query: str, document_id: str, propose: bool,
+              filters: Mapping[str, Any] | None = None) -> Iterator[Event]:
         doc = self.engine.store.document(document_id)
-        if doc is None:
+        readable = (filters or {}).get("collections")
+        if doc is None or (readable is not None and doc.collection not in readable):
             yield ToolResultEvent("scan", {"error": f"no document with id {document_id!r}"})
             yield DoneEvent(Answer(query, f"There is no document with id {document_id}.", (),
                                    False, "none"))
@@ -355,10 +361,11 @@ class Agent:
             yield ErrorEvent(str(err), type(err).__name__)
 
     # --- without a session (the OpenAI-compatible endpoint) -------------------------------
-    def stateless(self, query: str, turns: Sequence[Turn], *,
-                  top_k: int | None = None) -> Iterator[Event]:
+    def stateless(self, query: str, turns: Sequence[Turn], *, top_k: int | None = None,
+                  filters: Mapping[str, Any] | None = None) -> Iterator[Event]:
         """An answer to ``query`` after the client-held ``turns``: small talk at once, a
-        follow-up rewritten by the rule, otherwise search and answer. Nothing is saved."""
+        follow-up rewritten by the rule, otherwise search (narrowed by ``filters``, such as
+        the caller's readable ``collections``) and answer. Nothing is saved."""
         validate_query(query, self.settings)
         reply = small_talk_reply(classify(query))
         if reply is None and not any(ch.isalnum() for ch in query):
@@ -371,8 +378,8 @@ class Agent:
             assert last is not None
             query = rewrite_follow_up(query, last)
         keep = turns[-self.settings.history_turns:] if self.settings.history_turns else ()
-        yield from self._search(query, keep, top_k=top_k, mode=SearchMode.HYBRID, filters=None,
-                                extractive=False)
+        yield from self._search(query, keep, top_k=top_k, mode=SearchMode.HYBRID,
+                                filters=filters, extractive=False)
 
 
 __all__ = ["Agent", "NOT_A_QUESTION", "SCAN_UNAVAILABLE", "citation_dict", "validate_query"]

@@ -5,8 +5,10 @@ SQLite file (``$CITEWISE_HOME/sessions.sqlite3``) and on PostgreSQL (``CITEWISE_
 postgresql://...``, the psycopg 3 driver; it may be the index's database):
 
 - ``chats``: id (32 hex), title (the first question, cut to 80 characters), ``created`` and
-  ``updated`` (Unix seconds), and the rolling ``summary`` of the turns folded out of the
-  prompt, up to message id ``summarized_upto``.
+  ``updated`` (Unix seconds), the rolling ``summary`` of the turns folded out of the
+  prompt, up to message id ``summarized_upto``, and ``owner``, the tag of the read key that
+  created it (:func:`citewise.api.auth.owner`; "" when reading is open). Methods taking
+  ``owner`` see only that owner's chats; ``owner=None`` sees all.
 - ``messages``: one row per user or assistant message, in id order. ``status`` is
   ``complete``, ``interrupted`` (the client left mid-answer: the partial text is kept),
   ``error`` or ``pending`` (an action waits for approval). A user message keeps the
@@ -77,6 +79,7 @@ class ChatRow(Base):
     updated: Mapped[float] = mapped_column(Float, index=True)
     summary: Mapped[str] = mapped_column(Text, default="")
     summarized_upto: Mapped[int] = mapped_column(Integer, default=0)
+    owner: Mapped[str] = mapped_column(String(32), default="")
 
 
 class MessageRow(Base):
@@ -208,31 +211,33 @@ class SessionStore:
         self.engine.dispose()
 
     # --- chats ----------------------------------------------------------------------------
-    def create_chat(self, title: str) -> ChatInfo:
+    def create_chat(self, title: str, owner: str = "") -> ChatInfo:
         now = time.time()
         title = " ".join(title.split())
         title = title if len(title) <= 80 else title[:79] + "…"
         row = ChatRow(id=uuid.uuid4().hex, title=title or "New chat", created=now, updated=now,
-                      summary="", summarized_upto=0)
+                      summary="", summarized_upto=0, owner=owner)
         with self._session() as s, s.begin():
             s.add(row)
         return ChatInfo(row.id, row.title, now, now, 0)
 
-    def get_chat(self, chat_id: str) -> ChatInfo | None:
+    def get_chat(self, chat_id: str, owner: str | None = None) -> ChatInfo | None:
         with self._session() as s:
             row = s.get(ChatRow, chat_id)
-            if row is None:
+            if row is None or (owner is not None and row.owner != owner):
                 return None
             count = s.scalar(select(func.count()).where(MessageRow.chat_id == chat_id)) or 0
             return ChatInfo(row.id, row.title, row.created, row.updated, count, row.summary)
 
-    def list_chats(self, *, limit: int = 50, offset: int = 0,
-                   q: str | None = None) -> tuple[list[ChatInfo], int]:
+    def list_chats(self, *, limit: int = 50, offset: int = 0, q: str | None = None,
+                   owner: str | None = None) -> tuple[list[ChatInfo], int]:
         """Chats, most recently updated first, and the total that match ``q`` (a
         case-insensitive substring of the title)."""
         counts = (select(MessageRow.chat_id, func.count().label("n"))
                   .group_by(MessageRow.chat_id).subquery())
         where = [ChatRow.title.ilike(f"%{_escape_like(q)}%", escape="\\")] if q else []
+        if owner is not None:
+            where.append(ChatRow.owner == owner)
         with self._session() as s:
             total = s.scalar(select(func.count()).select_from(ChatRow).where(*where)) or 0
             page = (select(ChatRow.id).where(*where)
@@ -246,7 +251,9 @@ class SessionStore:
             ).all()
         return [ChatInfo(r.id, r.title, r.created, r.updated, n, r.summary) for r, n in rows], total
 
-    def delete_chat(self, chat_id: str) -> bool:
+    def delete_chat(self, chat_id: str, owner: str | None = None) -> bool:
+        if owner is not None and self.get_chat(chat_id, owner) is None:
+            return False
         with self._session() as s, s.begin():
             s.execute(delete(MessageRow).where(MessageRow.chat_id == chat_id))
             s.execute(delete(PendingRow).where(PendingRow.chat_id == chat_id))

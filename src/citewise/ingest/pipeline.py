@@ -100,12 +100,15 @@ class _Prepared:
 
 
 class Ingestor:
-    """Runs the pipeline against one store with one embedder."""
+    """Runs the pipeline against one store with one embedder; the documents it writes belong
+    to ``collection`` (default: ``settings.collection``)."""
 
-    def __init__(self, settings: Settings, store: Store, embedder: Embedder) -> None:
+    def __init__(self, settings: Settings, store: Store, embedder: Embedder,
+                 collection: str | None = None) -> None:
         self.settings = settings
         self.store = store
         self.embedder = embedder
+        self.collection = collection or settings.collection
         self.max_tokens = max(16, min(settings.chunk_tokens, embedder.max_tokens) - PREFIX_TOKENS)
         store.bind_model(embedder.name, embedder.dim)
         # a change of these re-chunks unchanged files on the next ingest
@@ -193,7 +196,8 @@ class Ingestor:
         for n, (doc_id, path, parsed) in enumerate(items, start=1):
             digest = hashlib.sha256(parsed.text.encode("utf-8", "surrogatepass")).hexdigest()
             doc = Document(id=doc_id, path=path, source_path=f"dataset:{path}",
-                           title=parsed.title, format=parsed.format, content_hash=digest)
+                           title=parsed.title, format=parsed.format, content_hash=digest,
+                           collection=self.collection)
             batch.append(self._chunked(doc, parsed, "added"))
             if sum(len(p.chunks) for p in batch) >= 256:
                 self._write(batch, report)
@@ -218,10 +222,11 @@ class Ingestor:
         doc = Document(
             id=document_id(file), path=display, source_path=str(file), title=file.stem,
             format=file.suffix.lstrip(".").lower() or "text", content_hash=digest,
-            metadata={"_root": str(root)},
+            metadata={"_root": str(root)}, collection=self.collection,
         )
         if old is not None and old.content_hash == digest and \
-                old.metadata.get("_fingerprint") == self.fingerprint:
+                old.metadata.get("_fingerprint") == self.fingerprint and \
+                old.collection == self.collection:
             if old.status == "failed":
                 return FileResult(display, "failed", reason=old.error)
             return FileResult(display, "unchanged", chunks=old.chunk_count)

@@ -7,7 +7,10 @@ mix, never chunks without vectors or BM25 postings.
 
 Search methods return hits sorted by descending score, at most ``k`` of them, each carrying
 ``chunk_id`` and the leg's raw score (``dense``: cosine in [-1, 1]; ``sparse``: BM25 >= 0).
-``filters`` narrows the search: ``{"document_ids": [...]}`` and/or ``{"path_prefix": "docs/"}``.
+``filters`` narrows the search: ``{"document_ids": [...]}``, ``{"path_prefix": "docs/"}``
+and/or ``{"collections": [...]}`` (documents of these collections only; an empty list matches
+nothing). Filters apply before ranking: the top ``k`` are the best ``k`` of the chunks that
+pass, never the passing part of an unfiltered top ``k`` (which would silently lose results).
 """
 
 from __future__ import annotations
@@ -40,6 +43,20 @@ def nested_read_transaction(local: Any, execute: Callable[[str], object],
             execute("COMMIT")
 
 Filters = Mapping[str, Any]
+
+#: The filter keys every store understands (see the module docstring).
+FILTER_KEYS = ("document_ids", "path_prefix", "collections")
+
+
+def check_filters(filters: Filters) -> None:
+    """Raise ValueError naming unknown filter keys, or a ``collections`` that is not a list."""
+    unknown = set(filters) - set(FILTER_KEYS)
+    if unknown:
+        raise ValueError(f"unknown filter(s) {sorted(unknown)}; valid: {', '.join(FILTER_KEYS)}")
+    names = filters.get("collections")
+    if names is not None and (isinstance(names, str) or not all(isinstance(n, str)
+                                                                for n in names)):
+        raise ValueError("filter 'collections' must be a list of collection names")
 
 
 @dataclass(frozen=True)

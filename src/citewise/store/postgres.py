@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from citewise.errors import EmbeddingMismatchError, IndexError_
-from citewise.store.base import Filters, IndexInfo, nested_read_transaction
+from citewise.store.base import Filters, IndexInfo, check_filters, nested_read_transaction
 from citewise.store.sqlite import BM25_B, BM25_K1
 from citewise.types import Chunk, Document, Hit
 
@@ -128,7 +128,14 @@ def m001_initial(cur: psycopg.Cursor[Any]) -> None:
     cur.execute("INSERT INTO collection_stats VALUES (1, 0, 0, 0)")
 
 
-MIGRATIONS: list[Callable[[psycopg.Cursor[Any]], None]] = [m001_initial]
+def m002_collection(cur: psycopg.Cursor[Any]) -> None:
+    """The collection of each document (access control per collection); existing documents
+    are in ``default``."""
+    cur.execute("ALTER TABLE documents ADD COLUMN collection text NOT NULL DEFAULT 'default'")
+    cur.execute("CREATE INDEX documents_collection ON documents (collection)")
+
+
+MIGRATIONS: list[Callable[[psycopg.Cursor[Any]], None]] = [m001_initial, m002_collection]
 
 _CHUNK_COLS = (
     "c.seq, c.id, c.document_id, c.ordinal, c.text, c.source_text, c.char_start, c.char_end, "
@@ -137,7 +144,7 @@ _CHUNK_COLS = (
 )
 _DOC_COLS = (
     "d.id, d.path, d.source_path, d.title, d.format, d.content_hash, d.chunk_count, d.pages, "
-    "d.metadata, d.warnings, d.indexed_at, d.status, d.error"
+    "d.metadata, d.warnings, d.indexed_at, d.status, d.error, d.collection"
 )
 
 #: One query term's BM25 contribution to one chunk, evaluated in the same order as
@@ -216,6 +223,7 @@ def _document(row: Sequence[Any]) -> Document:
         id=row[0], path=row[1], source_path=row[2], title=row[3], format=row[4],
         content_hash=row[5], chunk_count=row[6], pages=row[7], metadata=json.loads(row[8]),
         warnings=tuple(json.loads(row[9])), indexed_at=row[10], status=row[11], error=row[12],
+        collection=row[13],
     )
 
 
@@ -444,13 +452,16 @@ class PostgresStore:
             removed = self._remove(cur, "d.id = %s OR d.source_path = %s",
                                    (document.id, document.source_path))
             cur.execute(
-                "INSERT INTO documents VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
+                "INSERT INTO documents (id, path, source_path, title, format, content_hash, "
+                "chunk_count, pages, metadata, warnings, indexed_at, status, error, collection) "
+                "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
                 (
                     document.id, document.path, document.source_path, document.title,
                     document.format, document.content_hash, len(chunks), document.pages,
                     json.dumps(document.metadata, default=str, ensure_ascii=False),
                     json.dumps(list(document.warnings), ensure_ascii=False),
                     document.indexed_at or time.time(), document.status, document.error,
+                    document.collection,
                 ),
             )
             seqs: list[int] = []
@@ -626,11 +637,7 @@ class PostgresStore:
         Raises ValueError naming unknown filter keys."""
         if not filters:
             return "", []
-        unknown = set(filters) - {"document_ids", "path_prefix"}
-        if unknown:
-            raise ValueError(
-                f"unknown filter(s) {sorted(unknown)}; valid: document_ids, path_prefix"
-            )
+        check_filters(filters)
         clauses: list[str] = []
         params: list[Any] = []
         if ids := filters.get("document_ids"):
@@ -640,6 +647,10 @@ class PostgresStore:
             clauses.append("c.document_id IN (SELECT id FROM documents "
                            "WHERE starts_with(path, %s))")
             params.append(prefix)
+        if filters.get("collections") is not None:
+            clauses.append("c.document_id IN (SELECT id FROM documents "
+                           "WHERE collection = ANY(%s))")
+            params.append(list(filters["collections"]))  # [] matches nothing
         return " AND ".join(clauses), params
 
     # --- dense ----------------------------------------------------------------------------
@@ -661,6 +672,11 @@ class PostgresStore:
         ef = str(min(max(self.ef_search, k), 1000))
         with conn.transaction():
             conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (ef,))
+            if where:
+                # pgvector >= 0.8: with a filter, keep walking the HNSW graph until k rows
+                # pass it (in exact distance order) instead of filtering the first ef_search
+                # candidates, which can return fewer than k (or none) for a small collection
+                conn.execute("SELECT set_config('hnsw.iterative_scan', 'strict_order', true)")
             rows = conn.execute(
                 "SELECT c.id, 1 - (c.embedding <=> %s), c.seq FROM chunks c "
                 + (f"WHERE {where} " if where else "")

@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from citewise.errors import EmbeddingMismatchError, IndexError_
-from citewise.store.base import Filters, IndexInfo, nested_read_transaction
+from citewise.store.base import Filters, IndexInfo, check_filters, nested_read_transaction
 from citewise.types import Chunk, Document, Hit
 
 #: Lucene/Anserini BM25 parameters used for BEIR baselines.
@@ -125,7 +125,14 @@ def m001_initial(db: sqlite3.Connection) -> None:
         db.execute(statement)
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [m001_initial]
+def m002_collection(db: sqlite3.Connection) -> None:
+    """The collection of each document (access control per collection); existing documents
+    are in ``default``."""
+    db.execute("ALTER TABLE documents ADD COLUMN collection TEXT NOT NULL DEFAULT 'default'")
+    db.execute("CREATE INDEX documents_collection ON documents(collection)")
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [m001_initial, m002_collection]
 
 
 def bm25_scores(
@@ -157,7 +164,7 @@ _CHUNK_COLS = (
 )
 _DOC_COLS = (
     "d.id, d.path, d.source_path, d.title, d.format, d.content_hash, d.chunk_count, d.pages, "
-    "d.metadata, d.warnings, d.indexed_at, d.status, d.error"
+    "d.metadata, d.warnings, d.indexed_at, d.status, d.error, d.collection"
 )
 
 
@@ -175,6 +182,7 @@ def _document(row: Sequence) -> Document:
         id=row[0], path=row[1], source_path=row[2], title=row[3], format=row[4],
         content_hash=row[5], chunk_count=row[6], pages=row[7], metadata=json.loads(row[8]),
         warnings=tuple(json.loads(row[9])), indexed_at=row[10], status=row[11], error=row[12],
+        collection=row[13],
     )
 
 
@@ -299,13 +307,16 @@ class SQLiteStore:
                 (document.id, document.source_path),
             )
             db.execute(
-                "INSERT INTO documents VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "INSERT INTO documents (id, path, source_path, title, format, content_hash, "
+                "chunk_count, pages, metadata, warnings, indexed_at, status, error, collection) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     document.id, document.path, document.source_path, document.title,
                     document.format, document.content_hash, len(chunks), document.pages,
                     json.dumps(document.metadata, default=str, ensure_ascii=False),
                     json.dumps(list(document.warnings), ensure_ascii=False),
                     document.indexed_at or time.time(), document.status, document.error,
+                    document.collection,
                 ),
             )
             db.executemany(
@@ -491,6 +502,7 @@ class SQLiteStore:
     def _filter_rowids(self, filters: Filters | None) -> np.ndarray | None:
         if not filters:
             return None
+        check_filters(filters)
         clauses, params = [], []
         if ids := filters.get("document_ids"):
             clauses.append(f"c.document_id IN ({','.join('?' * len(ids))})")
@@ -498,11 +510,12 @@ class SQLiteStore:
         if prefix := filters.get("path_prefix"):
             clauses.append("substr(d.path, 1, ?) = ?")
             params.extend([len(prefix), prefix])
-        unknown = set(filters) - {"document_ids", "path_prefix"}
-        if unknown:
-            raise ValueError(
-                f"unknown filter(s) {sorted(unknown)}; valid: document_ids, path_prefix"
-            )
+        if filters.get("collections") is not None:
+            names = list(filters["collections"])
+            if not names:
+                return np.zeros(0, dtype=np.int64)  # no collection readable: nothing
+            clauses.append(f"d.collection IN ({','.join('?' * len(names))})")
+            params.extend(names)
         if not clauses:
             return None
         rows = self.db.execute(

@@ -6,7 +6,8 @@ from fastapi import APIRouter
 from fastapi.concurrency import run_in_threadpool
 from sse_starlette import EventSourceResponse
 
-from citewise.api.deps import AgentDep, StateDep
+from citewise.api.auth import Reader
+from citewise.api.deps import AgentDep, ReaderDep, StateDep
 from citewise.api.schemas import ChatRequest, ChatResponse, InterruptPublic, SourcePublic
 from citewise.api.sse import sse_response
 from citewise.chat.agent import Agent, citation_dict
@@ -19,21 +20,24 @@ _ERRORS = {422: {"description": "blank question"},
            404: {"description": "unknown conversation_id"}}
 
 
-def _events(agent: Agent, chat_id: str, body: ChatRequest):  # type: ignore[no-untyped-def]
-    filters = body.filters.model_dump(exclude_none=True) if body.filters else None
+def _events(agent: Agent, chat_id: str, body: ChatRequest,  # type: ignore[no-untyped-def]
+            reader: Reader):
+    """The turn's events, its search limited to the collections ``reader`` may read."""
+    asked = body.filters.model_dump(exclude_none=True) if body.filters else None
     return agent.run(chat_id, body.query, top_k=body.top_k, mode=body.mode,
-                     filters=filters or None, context_hint=body.context_hint,
+                     filters=reader.filters(asked), context_hint=body.context_hint,
                      attachment=body.attachment, extractive=body.extractive)
 
 
 @router.post("/chat", responses=_ERRORS)
-def chat(body: ChatRequest, agent: AgentDep) -> ChatResponse:
+def chat(body: ChatRequest, agent: AgentDep, reader: ReaderDep) -> ChatResponse:
     """One turn, answered as JSON: ``{answer, sources, conversation_id, metrics, ...}``.
     An action that needs approval comes back in ``interrupt`` with an empty answer."""
-    chat_id = agent.start(body.query, body.conversation_id)
+    chat_id = agent.start(body.query, body.conversation_id, owner=reader.owner,
+                          scope=reader.chat_scope)
     out = ChatResponse(answer="", sources=[], conversation_id=chat_id, metrics={}, found=False,
                        mode="none")
-    for event in _events(agent, chat_id, body):
+    for event in _events(agent, chat_id, body, reader):
         if isinstance(event, DoneEvent):
             a = event.answer
             out = ChatResponse(
@@ -48,11 +52,13 @@ def chat(body: ChatRequest, agent: AgentDep) -> ChatResponse:
 
 
 @router.post("/chat/stream", response_class=EventSourceResponse, responses=_ERRORS)
-async def chat_stream(body: ChatRequest, state: StateDep) -> EventSourceResponse:
+async def chat_stream(body: ChatRequest, state: StateDep,
+                      reader: ReaderDep) -> EventSourceResponse:
     """One turn as server-sent events: ``status``, ``thinking``, ``tool_call``,
     ``tool_result``, ``token``... then ``done`` (or ``interrupt`` or ``error``); each
     ``data:`` is JSON (see docs/api.md). Leaving early stops the work."""
     agent = state.agent
-    chat_id = await run_in_threadpool(agent.start, body.query, body.conversation_id)
-    return sse_response(lambda: _events(agent, chat_id, body), state.streams,
+    chat_id = await run_in_threadpool(lambda: agent.start(
+        body.query, body.conversation_id, owner=reader.owner, scope=reader.chat_scope))
+    return sse_response(lambda: _events(agent, chat_id, body, reader), state.streams,
                         conversation_id=chat_id, ping_seconds=state.settings.sse_ping_seconds)

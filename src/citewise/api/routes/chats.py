@@ -9,7 +9,7 @@ from fastapi import APIRouter, Path, Query, Response
 from fastapi.concurrency import run_in_threadpool
 from sse_starlette import EventSourceResponse
 
-from citewise.api.deps import AdminDep, SessionsDep, StateDep
+from citewise.api.deps import AdminDep, ReaderDep, SessionsDep, StateDep
 from citewise.api.schemas import (
     ChatDetail,
     ChatPublic,
@@ -29,12 +29,14 @@ ChatId = Annotated[str, Path(max_length=64, description="The chat's id (32 hex d
 @router.get("")
 def list_chats(
     sessions: SessionsDep,
+    reader: ReaderDep,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
     q: Annotated[str | None, Query(max_length=200, description="Title contains.")] = None,
 ) -> ChatsPublic:
-    """Chats, most recently updated first, ``limit`` per page (default 50)."""
-    rows, total = sessions.list_chats(limit=limit, offset=offset, q=q or None)
+    """The caller's chats, most recently updated first, ``limit`` per page (default 50)."""
+    rows, total = sessions.list_chats(limit=limit, offset=offset, q=q or None,
+                                      owner=reader.chat_scope)
     data = [ChatPublic(id=r.id, title=r.title, created=r.created, updated=r.updated,
                        message_count=r.message_count) for r in rows]
     nxt = offset + len(data)
@@ -43,9 +45,9 @@ def list_chats(
 
 
 @router.get("/{chat_id}", responses={404: {"description": "unknown chat"}})
-def get_chat(chat_id: ChatId, sessions: SessionsDep) -> ChatDetail:
-    """A chat with all its messages and the actions waiting for approval."""
-    chat = sessions.get_chat(chat_id)
+def get_chat(chat_id: ChatId, sessions: SessionsDep, reader: ReaderDep) -> ChatDetail:
+    """A chat of the caller's with all its messages and the actions waiting for approval."""
+    chat = sessions.get_chat(chat_id, reader.chat_scope)
     if chat is None:
         raise NotFoundError(f"no conversation with id {chat_id!r}")
     return ChatDetail(
@@ -62,9 +64,9 @@ def get_chat(chat_id: ChatId, sessions: SessionsDep) -> ChatDetail:
 
 
 @router.delete("/{chat_id}", status_code=204, responses={404: {"description": "unknown chat"}})
-def delete_chat(chat_id: ChatId, sessions: SessionsDep) -> Response:
-    """Delete a chat and its messages."""
-    if not sessions.delete_chat(chat_id):
+def delete_chat(chat_id: ChatId, sessions: SessionsDep, reader: ReaderDep) -> Response:
+    """Delete a chat of the caller's and its messages."""
+    if not sessions.delete_chat(chat_id, reader.chat_scope):
         raise NotFoundError(f"no conversation with id {chat_id!r}")
     return Response(status_code=204)
 

@@ -20,7 +20,7 @@ from fastapi import Path as PathParam
 from fastapi.concurrency import run_in_threadpool
 from pathvalidate import sanitize_filename
 
-from citewise.api.deps import AdminDep, EngineDep, SettingsDep, StateDep
+from citewise.api.deps import AdminDep, EngineDep, ReaderDep, SettingsDep, StateDep
 from citewise.api.schemas import (
     Deleted,
     DocumentPublic,
@@ -28,7 +28,7 @@ from citewise.api.schemas import (
     FilePublic,
     IngestPublic,
 )
-from citewise.config import Settings
+from citewise.config import COLLECTION_PATTERN, Settings
 from citewise.errors import NotFoundError, UploadError, UploadTooLargeError
 
 router = APIRouter(prefix="/api", tags=["documents"])
@@ -78,13 +78,15 @@ def _store(upload: UploadFile, folder: Path, name: str, limit_mb: float) -> Path
 
 
 @router.get("/documents")
-def list_documents(engine: EngineDep) -> DocumentsPublic:
-    """Every document in the index, including files that failed (``status`` "failed")."""
-    docs = engine.store.documents()
+def list_documents(engine: EngineDep, reader: ReaderDep) -> DocumentsPublic:
+    """Every document the caller may read, including files that failed (``status``
+    "failed")."""
+    docs = [d for d in engine.store.documents() if reader.may_read(d.collection)]
     return DocumentsPublic(count=len(docs), data=[
         DocumentPublic(id=d.id, path=d.path, title=d.title, format=d.format,
                        chunks=d.chunk_count, pages=d.pages, status=d.status, error=d.error,
-                       indexed_at=d.indexed_at, warnings=list(d.warnings)) for d in docs])
+                       indexed_at=d.indexed_at, warnings=list(d.warnings),
+                       collection=d.collection) for d in docs])
 
 
 @router.post("/documents", status_code=201, dependencies=[AdminDep],
@@ -95,23 +97,27 @@ def upload_documents(
     state: StateDep,
     files: Annotated[list[UploadFile], File(description="One or more files.")],
     ingest: Annotated[bool, Query(description="Ingest after storing.")] = True,
+    collection: Annotated[str | None, Query(
+        pattern=COLLECTION_PATTERN, description="The collection the files go to (default: "
+        "the collection setting); read access is granted per collection.")] = None,
 ) -> IngestPublic:
-    """Store files in the collection folder and ingest them. The limit
-    ``max_upload_mb`` applies to each file and to the whole request."""
+    """Store files in the collection's folder and ingest them into that collection. The
+    limit ``max_upload_mb`` applies to each file and to the whole request."""
     settings = state.settings
+    collection = collection or settings.collection
     limit = int(settings.max_upload_mb * 2**20)
     length = request.headers.get("content-length", "")
     if length.isdigit() and int(length) > limit + 2**20:
         raise UploadTooLargeError(f"the request is larger than the upload limit of "
                                   f"{settings.max_upload_mb:g} MiB (CITEWISE_MAX_UPLOAD_MB)")
     names = [safe_name(f.filename, settings) for f in files]  # refuse before storing any
-    folder = settings.collection_dir
+    folder = settings.collection_folder(collection)
     folder.mkdir(parents=True, exist_ok=True)
     stored = [_store(f, folder, name, settings.max_upload_mb) for f, name in zip(files, names)]
     if not ingest:
         return IngestPublic(stored=[p.name for p in stored], files=[], chunks=0, seconds=0.0)
     with state.write_lock:
-        report = state.engine.ingest(stored)
+        report = state.engine.ingest(stored, collection=collection)
     return IngestPublic(stored=[p.name for p in stored], chunks=report.chunks,
                         seconds=report.seconds,
                         files=[FilePublic(path=f.path, status=f.status, chunks=f.chunks,
@@ -122,7 +128,7 @@ def upload_documents(
                responses={404: {"description": "unknown document"}})
 def delete_document(document_id: Annotated[str, PathParam(max_length=64)],
                     state: StateDep) -> Deleted:
-    """Remove a document from the index; its file too when it is in the collection folder
+    """Remove a document from the index; its file too when it is in its collection's folder
     (a file elsewhere is never touched)."""
     doc = state.engine.store.document(document_id)
     if doc is None:
@@ -131,7 +137,8 @@ def delete_document(document_id: Annotated[str, PathParam(max_length=64)],
         state.engine.store.delete_document(document_id)
     source = Path(doc.source_path).resolve()
     removed = False
-    if source.parent == state.settings.collection_dir.resolve() and source.is_file():
+    folder = state.settings.collection_folder(doc.collection).resolve()
+    if source.parent == folder and source.is_file():
         source.unlink()
         removed = True
     return Deleted(deleted=document_id, file_removed=removed)

@@ -21,7 +21,8 @@ from fastapi import APIRouter
 from fastapi.concurrency import run_in_threadpool
 from sse_starlette import EventSourceResponse
 
-from citewise.api.deps import StateDep
+from citewise.api.auth import Reader
+from citewise.api.deps import ReaderDep, StateDep
 from citewise.api.schemas import OpenAIChatRequest
 from citewise.api.sse import SSE_HEADERS, bridge
 from citewise.chat.agent import Agent, citation_dict, validate_query
@@ -58,9 +59,9 @@ def sources_footer(answer: Answer) -> str:
     return "\n\nSources:\n" + "\n".join(f"[{c.n}] {c.location}" for c in used)
 
 
-def _events(agent: Agent, body: OpenAIChatRequest) -> Iterator[Event]:
+def _events(agent: Agent, body: OpenAIChatRequest, reader: Reader) -> Iterator[Event]:
     question, turns = _split(body)
-    return agent.stateless(question, turns)
+    return agent.stateless(question, turns, filters=reader.filters())
 
 
 @router.get("/models")
@@ -71,7 +72,7 @@ def models() -> dict[str, Any]:
 
 
 @router.post("/chat/completions")
-async def chat_completions(body: OpenAIChatRequest, state: StateDep) -> Any:
+async def chat_completions(body: OpenAIChatRequest, state: StateDep, reader: ReaderDep) -> Any:
     """A chat completion (``stream: true`` for ``chat.completion.chunk`` events)."""
     agent = state.agent
     question, _ = _split(body)
@@ -79,7 +80,7 @@ async def chat_completions(body: OpenAIChatRequest, state: StateDep) -> Any:
     cid, created = f"chatcmpl-{uuid.uuid4().hex}", int(time.time())
     if not body.stream:
         def run() -> tuple[Answer | None, str | None]:
-            for event in _events(agent, body):
+            for event in _events(agent, body, reader):
                 if isinstance(event, DoneEvent):
                     return event.answer, None
                 if isinstance(event, ErrorEvent):
@@ -106,7 +107,7 @@ async def chat_completions(body: OpenAIChatRequest, state: StateDep) -> Any:
     async def frames() -> AsyncIterator[dict[str, str]]:
         yield chunk({"role": "assistant", "content": ""})
         streamed = False
-        async for event in bridge(lambda: _events(agent, body), state.streams):
+        async for event in bridge(lambda: _events(agent, body, reader), state.streams):
             if isinstance(event, TokenEvent):
                 streamed = True
                 yield chunk({"content": event.content})

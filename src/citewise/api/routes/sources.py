@@ -12,7 +12,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path
 
-from citewise.api.deps import EngineDep
+from citewise.api.deps import EngineDep, ReaderDep
 from citewise.api.schemas import SourceDetail
 from citewise.errors import NotFoundError
 
@@ -35,12 +35,14 @@ def cited_span(source_text: str, text: str, length: int) -> tuple[int, int] | No
 
 
 @router.get("/{chunk_id}", responses={404: {"description": "unknown chunk"}})
-def get_source(chunk_id: Annotated[str, Path(max_length=128)], engine: EngineDep) -> SourceDetail:
+def get_source(chunk_id: Annotated[str, Path(max_length=128)], engine: EngineDep,
+               reader: ReaderDep) -> SourceDetail:
     """The chunk, its ``source_text`` (the paragraph(s) it came from), its document, where
     it is (page, lines, character span) and the cited part's offsets in ``source_text``
-    (``span_start``/``span_end``, null when it cannot be located)."""
+    (``span_start``/``span_end``, null when it cannot be located). A chunk of a collection
+    the caller's key may not read is "unknown" (404), like one that does not exist."""
     found = engine.store.get_chunks([chunk_id]).get(chunk_id)
-    if found is None:
+    if found is None or not reader.may_read(found[1].collection):
         raise NotFoundError(f"no source chunk with id {chunk_id!r}")
     chunk, doc = found
     span = cited_span(chunk.source_text, chunk.text, chunk.char_end - chunk.char_start)
