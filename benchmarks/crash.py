@@ -1,8 +1,8 @@
 """Crash safety of ingestion: ``kill -9`` a real ``citewise ingest`` at seeded random moments.
 
 A folder of real documents is built in ``--work`` (a copy of ``--contracts`` CUAD contracts
-from ../shared/datasets/cuad and of this repository's docs/; nothing is written into the
-repository). A clean ingest into a fresh index gives the reference: for every file, its
+from ../shared/datasets/cuad and of the ``--docs`` smallest pages of this repository's docs/;
+nothing is written into the repository). A clean ingest into a fresh index gives the reference: for every file, its
 chunks as ``(ordinal, content hash)``. Then, ``--kills`` times:
 
 1. start ``python -m citewise.cli ingest FOLDER`` on a fresh ``CITEWISE_HOME``;
@@ -16,7 +16,7 @@ chunks as ``(ordinal, content hash)``. Then, ``--kills`` times:
 
 Usage::
 
-    nice -n 10 python benchmarks/crash.py --kills 20 --seed 7 --contracts 6
+    nice -n 10 python benchmarks/crash.py --kills 20 --seed 7 --contracts 6 --docs 4
 
 Prints one row per kill and a summary; exit status 1 if any check failed.
 """
@@ -42,15 +42,17 @@ DATASETS = ROOT.parent / "shared" / "datasets"
 Snapshot = dict[str, list[tuple[int, str]]]
 
 
-def build_corpus(folder: Path, contracts: int) -> Path:
-    """``folder`` with ``contracts`` CUAD contracts (5-40 kB each, the first in name order)
-    and a copy of docs/; returns the folder."""
+def build_corpus(folder: Path, contracts: int, docs: int) -> Path:
+    """``folder`` with ``contracts`` CUAD contracts (5-20 kB each, the first in name order)
+    and the ``docs`` smallest pages of docs/; returns the folder."""
     shutil.rmtree(folder, ignore_errors=True)
     (folder / "cuad").mkdir(parents=True)
+    (folder / "docs").mkdir()
     files = sorted((DATASETS / "cuad" / "full_contract_txt").rglob("*.txt"))
-    for f in [f for f in files if 5_000 < f.stat().st_size < 40_000][:contracts]:
+    for f in [f for f in files if 5_000 < f.stat().st_size < 20_000][:contracts]:
         shutil.copy2(f, folder / "cuad" / f.name)
-    shutil.copytree(ROOT / "docs", folder / "docs")
+    for f in sorted((ROOT / "docs").glob("*.md"), key=lambda p: (p.stat().st_size, p.name))[:docs]:
+        shutil.copy2(f, folder / "docs" / f.name)
     return folder
 
 
@@ -110,10 +112,11 @@ def main() -> None:
     ap.add_argument("--kills", type=int, default=20)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--contracts", type=int, default=6)
+    ap.add_argument("--docs", type=int, default=4)
     ap.add_argument("--work", type=Path, default=Path("/tmp/citewise-crash"))
     args = ap.parse_args()
     rng = random.Random(args.seed)
-    folder = build_corpus(args.work / "data", args.contracts)
+    folder = build_corpus(args.work / "data", args.contracts, args.docs)
 
     ref_home = args.work / "reference"
     shutil.rmtree(ref_home, ignore_errors=True)
