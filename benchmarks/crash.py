@@ -12,11 +12,12 @@ chunks as ``(ordinal, content hash)``. Then, ``--kills`` times:
    migrations), run :meth:`SQLiteStore.check` (SQLite and FTS5 integrity checks, orphan chunks,
    FTS rows per chunk, chunk counts, vector sizes) and compare every document with the
    reference: it must be fully present (the same chunks) or absent;
-4. re-run the ingest to completion and check that every file is now present in full.
+4. re-run the ingest to completion (``Engine.ingest``, the code ``citewise ingest`` runs, in
+   this process so the model loads once) and check that every file is present in full.
 
 Usage::
 
-    nice -n 10 python benchmarks/crash.py --kills 20 --seed 7 --contracts 6 --docs 4
+    nice -n 10 python benchmarks/crash.py --kills 20 --seed 7 --contracts 4 --docs 2
 
 Prints one row per kill and a summary; exit status 1 if any check failed.
 """
@@ -34,6 +35,9 @@ import sys
 import time
 from pathlib import Path
 
+from citewise.config import Settings
+from citewise.engine import Engine
+from citewise.retrieve.embedding import load_embedder
 from citewise.store.sqlite import SQLiteStore
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -116,6 +120,7 @@ def main() -> None:
     ap.add_argument("--work", type=Path, default=Path("/tmp/citewise-crash"))
     args = ap.parse_args()
     rng = random.Random(args.seed)
+    embedder = load_embedder(Settings(home=args.work / "reference").embedding_model, 1)
     folder = build_corpus(args.work / "data", args.contracts, args.docs)
 
     ref_home = args.work / "reference"
@@ -156,13 +161,13 @@ def main() -> None:
         proc.wait()
         problems, present = problems_after_crash(index, reference)
         partial += 0 < present < len(reference)
-        rerun = subprocess.run(ingest_command(folder), env=ingest_env(home),
-                               capture_output=True, check=False)
+        engine = Engine(Settings(home=home, llm_provider="none"))
+        engine.__dict__["embedder"] = embedder  # the same model, loaded once
+        rerun = engine.ingest([folder])
+        problems += engine.store.check()
+        engine.store.close()
         after = snapshot(index)
-        store = SQLiteStore(index)
-        problems += store.check()
-        store.close()
-        complete = rerun.returncode == 0 and after == reference
+        complete = rerun.count("failed") == 0 and after == reference
         failed += bool(problems) or not complete
         note = " (ingest had finished)" if finished_first else ""
         print(f"| {i} | {delay:.2f}{note} | {present}/{len(reference)} | "
