@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import shutil
 import socket
 import statistics
@@ -40,7 +39,7 @@ from citewise.store.sqlite import SQLiteStore
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from crash import DATASETS, ingest_command, ingest_env, snapshot  # noqa: E402
+from crash import DATASETS, ingest_command, ingest_env, snapshot
 
 QUESTIONS = [
     "What is the governing law of the agreement?",
@@ -188,7 +187,7 @@ def main() -> None:
     store = SQLiteStore(index)
     problems = store.check()
     store.close()
-    print(f"\n| load | streams | failed | streams/s | p50 s | p95 s |")
+    print("\n| load | streams | failed | streams/s | p50 s | p95 s |")
     print("|---|---|---|---|---|---|")
     for name, lat, probs, wall in (("idle", idle_lat, idle_problems, idle_wall),
                                    ("during an ingest", busy_lat, busy_problems, busy_wall)):

@@ -263,8 +263,8 @@ class Settings(BaseSettings):
     def _check_api_keys(cls, value: object) -> object:
         """Shape checks whose messages never contain a key (pydantic would put a dict key in
         the error's location)."""
-        if not isinstance(value, dict):
-            raise ValueError('must be a JSON object {"<key>": ["<collection>", ...]}')
+        if not isinstance(value, dict):  # pydantic reports ValueError, not TypeError
+            raise ValueError('must be a JSON object {"<key>": ["<collection>", ...]}')  # noqa: TRY004
         for n, (key, names) in enumerate(value.items(), start=1):
             where = f"entry {n} of CITEWISE_API_KEYS"
             if isinstance(key, SecretStr):

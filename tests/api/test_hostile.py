@@ -62,7 +62,7 @@ def test_docx_zip_bomb_is_refused_by_name_before_inflating(make_app):
 
 
 def test_html_nested_past_the_limit_is_refused_and_shallow_is_read(make_app):
-    app, engine = make_app()
+    app, _ = make_app()
     deep = b"<html><body>" + b"<div>" * (html.MAX_DEPTH * 4) + b"too deep" + b"</div>" * 10
     shallow = b"<html><body>" + b"<div>" * 100 + b"<p>The vault opens at 07:45.</p>"
     with TestClient(app) as c:
