@@ -173,6 +173,29 @@ def test_vectors_get_an_hnsw_cosine_index_that_reindex_rebuilds(postgres_url):
     store.close()
 
 
+@pytest.mark.parametrize(("configured", "expected"), [("64MB", "1GB"), ("3GB", "3GB")])
+def test_bulk_load_builds_hnsw_with_at_least_1gb_and_keeps_a_larger_setting(
+        postgres_url, configured, expected):
+    # regression: bulk_load set maintenance_work_mem to 1GB unconditionally, lowering a larger
+    # server or role setting, so a 1M-chunk build spilled out of memory (much slower)
+    store = PostgresStore(postgres_url)
+    store.bind_model("m", DIM)
+    db = store.db
+    db.execute("CREATE TABLE seen (setting text)")
+    db.execute("CREATE FUNCTION record_memory() RETURNS event_trigger LANGUAGE plpgsql AS $$ "
+               "BEGIN INSERT INTO seen VALUES (current_setting('maintenance_work_mem')); END $$")
+    db.execute("CREATE EVENT TRIGGER record_memory ON ddl_command_end "
+               "WHEN TAG IN ('CREATE INDEX') EXECUTE FUNCTION record_memory()")
+    db.execute(f"SET maintenance_work_mem = '{configured}'")
+    with store.bulk_load():
+        store.upsert_document(*make_doc("a", ["x", "y"]))
+    assert [r[0] for r in db.execute("SELECT setting FROM seen")] == [expected]
+    assert db.execute("SHOW maintenance_work_mem").fetchone()[0] == configured  # local only
+    hits = store.dense_search(make_doc("a", ["x", "y"])[2][0], 1)
+    assert [h.chunk_id for h in hits] == ["a-0"]
+    store.close()
+
+
 @pytest.mark.slow
 def test_hnsw_search_finds_the_exact_neighbours(postgres_url):
     """5,000 random unit vectors (dim 32): HNSW top-10 recall against exact search >= 0.95,

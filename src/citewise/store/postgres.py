@@ -62,6 +62,8 @@ except ModuleNotFoundError as _err:  # pragma: no cover - depends on the install
 HNSW_MAX_DIM = 2000
 _MIGRATION_LOCK = 0x63697465  # advisory lock key held while migrating ("cite")
 _RETRIES = 5
+#: Least ``maintenance_work_mem`` for building the HNSW index in :meth:`PostgresStore.bulk_load`.
+BUILD_MEMORY = "1GB"
 
 
 def m001_initial(cur: psycopg.Cursor[Any]) -> None:
@@ -404,7 +406,9 @@ class PostgresStore:
         """Write many documents without maintaining the HNSW index row by row: the index is
         dropped on entry and built once on exit (several times faster for a large load, as
         pgvector's documentation advises). Meanwhile dense search is exact, hence slower.
-        Used by ``citewise migrate``; the index is rebuilt even when the load fails."""
+        Used by ``citewise migrate``; the index is rebuilt even when the load fails. The build
+        gets ``maintenance_work_mem`` of at least :data:`BUILD_MEMORY` (a larger server or role
+        setting is kept: pgvector builds much faster while the graph fits in it)."""
         _, dim = self.stored_model()
         if dim is None or dim > HNSW_MAX_DIM:
             yield
@@ -414,7 +418,10 @@ class PostgresStore:
             yield
         finally:
             with self.db.transaction(), self.db.cursor() as cur:
-                cur.execute("SELECT set_config('maintenance_work_mem', '1GB', true)")
+                cur.execute(
+                    "SELECT set_config('maintenance_work_mem', %s, true) WHERE pg_size_bytes("
+                    "current_setting('maintenance_work_mem')) < pg_size_bytes(%s)",
+                    (BUILD_MEMORY, BUILD_MEMORY))
                 self._create_hnsw(cur)
 
     def stored_model(self) -> tuple[str | None, int | None]:
