@@ -154,6 +154,8 @@ def main() -> None:
                     help="S0 queries (default --queries; rank_bm25 is slow at 1M)")
     ap.add_argument("--build-memory", default="1GB",
                     help="PostgreSQL maintenance_work_mem (HNSW build)")
+    ap.add_argument("--stores", default="sqlite,postgres",
+                    help="which stores to measure (sqlite, postgres or both; S0 is --s0-python)")
     ap.add_argument("--delete-after", action="store_true",
                     help="delete the SQLite file at the end (the PostgreSQL data always goes)")
     ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "citewise-bench")
@@ -168,16 +170,24 @@ def main() -> None:
     exact = [set(np.argpartition(-(vecs @ q), K)[:K].tolist()) for q in qvecs]
     print(f"# corpus ready {time.strftime('%H:%M:%S')} {load()}", file=sys.stderr, flush=True)
 
-    server = pgserver.start(durable=True, extra="-c synchronous_commit=off "
-                            f"-c shared_buffers=2GB -c maintenance_work_mem={args.build_memory}")
-    rows: dict[str, dict[str, str]] = {"sqlite": Loud("sqlite"), "postgres": Loud("postgres")}
-    raw: dict[str, dict[str, float]] = {"sqlite": {}, "postgres": {}}
+    chosen = [x.strip() for x in args.stores.split(",")]
+    if set(chosen) - {"sqlite", "postgres"} or "sqlite" not in chosen:
+        ap.error("--stores: sqlite (the baseline of every ratio), optionally with postgres")
+    server = (pgserver.start(durable=True, extra="-c synchronous_commit=off -c shared_buffers=2GB"
+                             f" -c maintenance_work_mem={args.build_memory}")
+              if "postgres" in chosen else None)
+    rows: dict[str, dict[str, str]] = {name: Loud(name) for name in chosen}
+    raw: dict[str, dict[str, float]] = {name: {} for name in chosen}
+    vacuum_s, same10, overlap50 = 0.0, float("nan"), float("nan")
     try:
-        pgserver.wait_ready(server.url)
+        if server:
+            pgserver.wait_ready(server.url)
         sqlite_path = args.work / f"stores-{n}.sqlite3"
         sqlite_path.unlink(missing_ok=True)
         Path(f"{sqlite_path}-wal").unlink(missing_ok=True)
-        stores = {"sqlite": SQLiteStore(sqlite_path), "postgres": PostgresStore(server.url)}
+        stores = {"sqlite": SQLiteStore(sqlite_path)}
+        if server:
+            stores["postgres"] = PostgresStore(server.url)
         for name, store in stores.items():
             store.bind_model("minilm", DIM)  # before bulk_load, which needs the dimension
             if name == "postgres":
@@ -205,9 +215,10 @@ def main() -> None:
             rate = ingest(store, texts, terms, vecs, start=max(0, n - 10_000))
             raw[name]["reingest"] = rate
             rows[name]["re-ingest chunks/s (10k replaced, index maintained)"] = f"{rate:,.0f}"
-        t0 = time.perf_counter()
-        stores["postgres"].db.execute("VACUUM ANALYZE")
-        vacuum_s = time.perf_counter() - t0
+        if server:
+            t0 = time.perf_counter()
+            stores["postgres"].db.execute("VACUUM ANALYZE")
+            vacuum_s = time.perf_counter() - t0
         size = {name: s.info().index_bytes for name, s in stores.items()}
         print(f"# re-ingested, vacuumed in {vacuum_s:.0f} s; bytes {size} "
               f"{time.strftime('%H:%M:%S')} {load()}", file=sys.stderr, flush=True)
@@ -215,11 +226,11 @@ def main() -> None:
         def chunk_row(cid: str) -> int:
             return int(cid[1:])
 
-        pg = stores["postgres"]
+        pg = stores.get("postgres")
         for name, store in stores.items():
             efs = [int(e) for e in args.ef.split(",")] if name == "postgres" else [0]
             for ef in efs:
-                if name == "postgres":
+                if pg is not None and name == "postgres":
                     pg.ef_search = ef
                 times, outs = timed(lambda q, s=store: s.dense_search(q, K), qvecs)
                 recall = np.mean([len(exact[i] & {chunk_row(h.chunk_id) for h in hits}) / K
@@ -227,7 +238,8 @@ def main() -> None:
                 label = "dense top-50" + (f" (HNSW ef={ef})" if ef else " (exact)")
                 rows[name][label] = f"{pct(times, 50):.1f} / {pct(times, 95):.1f}, recall {recall:.3f}"
                 raw[name][f"dense{ef}"] = pct(times, 50)
-        pg.ef_search = 100
+        if pg is not None:
+            pg.ef_search = 100
         print(f"# dense done {time.strftime('%H:%M:%S')} {load()}", file=sys.stderr, flush=True)
         bm25 = {}
         for name, store in stores.items():
@@ -236,10 +248,12 @@ def main() -> None:
             rows[name]["BM25 top-50"] = f"{pct(times, 50):.1f} / {pct(times, 95):.1f}"
             raw[name]["bm25"] = pct(times, 50)
             bm25[name] = outs
-        same10 = np.mean([[h.chunk_id for h in a[:10]] == [h.chunk_id for h in b[:10]]
-                          for a, b in zip(bm25["sqlite"], bm25["postgres"], strict=True)])
-        overlap50 = np.mean([len({h.chunk_id for h in a} & {h.chunk_id for h in b}) / max(len(a), 1)
-                             for a, b in zip(bm25["sqlite"], bm25["postgres"], strict=True)])
+        if pg is not None:
+            same10 = np.mean([[h.chunk_id for h in a[:10]] == [h.chunk_id for h in b[:10]]
+                              for a, b in zip(bm25["sqlite"], bm25["postgres"], strict=True)])
+            overlap50 = np.mean([len({h.chunk_id for h in a} & {h.chunk_id for h in b})
+                                 / max(len(a), 1)
+                                 for a, b in zip(bm25["sqlite"], bm25["postgres"], strict=True)])
         print(f"# BM25 done {time.strftime('%H:%M:%S')} {load()}", file=sys.stderr, flush=True)
         settings = Settings(home=args.work / "home", llm_provider="none")
         embedder = load_embedder(settings.embedding_model, settings.threads)
@@ -262,7 +276,8 @@ def main() -> None:
             Path(f"{sqlite_path}-wal").unlink(missing_ok=True)
             Path(f"{sqlite_path}-shm").unlink(missing_ok=True)
     finally:
-        server.stop()
+        if server:
+            server.stop()
     if args.s0_python:
         import json
         import subprocess
@@ -290,8 +305,9 @@ def main() -> None:
 
     s0_note = f" ({args.s0_queries} for S0)" if args.s0_python and args.s0_queries else ""
     print(f"# {platform.machine()}, {os.cpu_count()} cores; {n:,} chunks x {DIM}-d, "
-          f"{len(queries)} queries{s0_note}; PostgreSQL VACUUM ANALYZE after ingest "
-          f"{vacuum_s:.1f} s; end {time.strftime('%H:%M:%S')} {load()}")
+          f"{len(queries)} queries{s0_note}; "
+          + (f"PostgreSQL VACUUM ANALYZE after ingest {vacuum_s:.1f} s; " if server else "")
+          + f"end {time.strftime('%H:%M:%S')} {load()}")
     names = [k for k in ("sqlite", "postgres", "s0") if k in rows]
     heads = {"sqlite": "SQLite", "postgres": "PostgreSQL", "s0": "S0 (Chroma + rank_bm25)"}
     print("\n| measure (ms p50 / p95 unless said) | " + " | ".join(heads[k] for k in names)
@@ -299,20 +315,23 @@ def main() -> None:
     for key in dict.fromkeys(k for name in names for k in rows[name]):
         print(f"| {key} | " + " | ".join(rows[name].get(key, "-") for name in names) + " |")
     print("| size on disk MB | " + " | ".join(f"{size[k] / 1e6:,.0f}" for k in names) + " |")
-    print("\n| ratio PostgreSQL / SQLite | value |\n|---|---|")
-    for key, label in (("ingest", "ingest rate"), ("reingest", "re-ingest rate"), ("dense100", "dense p50 (HNSW ef=100 vs exact)"),
-                       ("bm25", "BM25 p50"), ("hybrid", "hybrid end-to-end p50"),
-                       ("retrieval", "hybrid without embedding p50")):
-        base = raw["sqlite"]["dense0" if key == "dense100" else key]
-        print(f"| {label} | {raw['postgres'][key] / base:.2f} |")
+    if "postgres" in raw:
+        print("\n| ratio PostgreSQL / SQLite | value |\n|---|---|")
+        for key, label in (("ingest", "ingest rate"), ("reingest", "re-ingest rate"),
+                           ("dense100", "dense p50 (HNSW ef=100 vs exact)"),
+                           ("bm25", "BM25 p50"), ("hybrid", "hybrid end-to-end p50"),
+                           ("retrieval", "hybrid without embedding p50")):
+            base = raw["sqlite"]["dense0" if key == "dense100" else key]
+            print(f"| {label} | {raw['postgres'][key] / base:.2f} |")
     if "s0" in raw:
         print("\n| ratio S0 / SQLite | value |\n|---|---|")
         for key, label in (("ingest", "ingest rate"), ("dense100", "dense p50 (Chroma HNSW vs exact)"),
                            ("bm25", "BM25 p50"), ("retrieval", "hybrid without embedding p50")):
             base = raw["sqlite"]["dense0" if key == "dense100" else key]
             print(f"| {label} | {raw['s0'][key] / base:.2f} |")
-    print(f"\nBM25: identical top 10 in {same10:.1%} of queries; top-50 overlap {overlap50:.1%} "
-          "(SQLite re-scores FTS5's best max(5k, 300) candidates, PostgreSQL scores all)")
+    if "postgres" in raw:
+        print(f"\nBM25: identical top 10 in {same10:.1%} of queries; top-50 overlap {overlap50:.1%} "
+              "(SQLite re-scores FTS5's best max(5k, 300) candidates, PostgreSQL scores all)")
 
 
 if __name__ == "__main__":
