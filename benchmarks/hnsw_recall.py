@@ -171,6 +171,11 @@ def main() -> None:
                 fill(pg, v)
             load_s = time.perf_counter() - t0
             pg.db.execute("VACUUM ANALYZE chunks")
+            plan = " ".join(r[0] for r in pg.db.execute(
+                "EXPLAIN SELECT c.id FROM chunks c ORDER BY c.embedding <=> %s LIMIT 50",
+                (q[0],)))
+            print(f"# {label}: the planner uses the HNSW index: {'chunks_embedding_hnsw' in plan}",
+                  file=sys.stderr, flush=True)
             results[label] = measure(pg, v, q, efs)
             pg.close()
             sqlite_path = args.work / f"hnsw-{label}-{args.chunks}.sqlite3"
