@@ -12,6 +12,13 @@ cosine, m=16, ef_construction=64, built once by ``bulk_load``) on what citewise 
   the first 100 LegalBench-RAG CUAD questions and the first 100 ru_legal_qa questions;
 * control: the same number of random unit vectors and random unit queries (stores.py's case).
 
+``--vectors PATH.npz`` takes the chunk vectors from an ``.npz`` file instead (key ``vectors``,
+float32 (n, 384), L2-normalised, made by the same model), for example the 30,006 minilm
+vectors of CUAD clause units that ``benchmarks/build_scan_prototypes.py`` caches in
+``/tmp/citewise_scan_cache.npz``; only the queries are embedded then. On 2 busy cores minilm
+embeds 200-word pieces at 3-4 chunks/s, so 30k pieces take hours; the cache is the way to a
+large real set in minutes.
+
 Measured for each ef_search: recall@10 (``dense_search(q, 10)``) and recall@50
 (``dense_search(q, 50)``) against exact search (numpy, float32), p50/p95 ms of the top-50
 search; the exact baseline is the SQLite store's ``dense_search`` (numpy over the matrix) on the
@@ -23,6 +30,7 @@ contract text) are not counted as misses when the index returns the other copy.
 Usage::
 
     python benchmarks/hnsw_recall.py --chunks 30000 [--ef 40,100,200] [--work /tmp/hnsw-recall]
+    python benchmarks/hnsw_recall.py --vectors /tmp/citewise_scan_cache.npz
 
 Prints the embedding rate and a Markdown table; docs/benchmarks.md records them.
 """
@@ -141,13 +149,26 @@ def main() -> None:
     ap.add_argument("--chunks", type=int, default=30_000)
     ap.add_argument("--ef", default="40,100,200")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--vectors", type=Path, default=None,
+                    help=".npz with float32 (n, 384) minilm chunk vectors under 'vectors'")
     ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "hnsw-recall")
     args = ap.parse_args()
-    if args.chunks > DISTINCT:
+    if args.vectors is None and args.chunks > DISTINCT:
         ap.error(f"--chunks at most {DISTINCT:,} (distinct pieces in the shared datasets)")
     efs = [int(e) for e in args.ef.split(",")]
     print(f"# start {time.strftime('%H:%M:%S')} {load()}", file=sys.stderr, flush=True)
-    vecs, qvecs, rate = real_vectors(args.chunks, args.work, args.threads)
+    if args.vectors is not None:
+        vecs = np.ascontiguousarray(np.load(args.vectors)["vectors"], dtype=np.float32)
+        norms = np.linalg.norm(vecs, axis=1)
+        if vecs.ndim != 2 or vecs.shape[1] != 384 or not np.allclose(norms, 1.0, atol=1e-3):
+            ap.error(f"--vectors {args.vectors}: 'vectors' must be float32 (n, 384), "
+                     "L2-normalised minilm embeddings")
+        args.chunks = len(vecs)
+        embedder = load_embedder("minilm", args.threads)
+        qvecs = np.stack([embedder.embed_query(q) for q in questions()])
+        rate = 0.0
+    else:
+        vecs, qvecs, rate = real_vectors(args.chunks, args.work, args.threads)
     rng = np.random.default_rng(0)
     rand = rng.normal(size=vecs.shape).astype(np.float32)
     rand /= np.linalg.norm(rand, axis=1, keepdims=True)
@@ -191,7 +212,8 @@ def main() -> None:
         server.stop()
 
     print(f"# {args.chunks:,} chunks x {vecs.shape[1]}-d; {len(qvecs)} queries; minilm "
-          f"embedding {rate:.1f} chunks/s" + (" (cached)" if not rate else "")
+          f"embedding {rate:.1f} chunks/s"
+          + ((f" (vectors from {args.vectors})" if args.vectors else " (cached)") if not rate else "")
           + f"; end {time.strftime('%H:%M:%S')} {load()}")
     print("\n| vectors | search | recall@10 | recall@50 | top-50 ms p50 / p95 | p50 / exact |")
     print("|---|---|---|---|---|---|")
