@@ -69,14 +69,15 @@ def load() -> str:
     return "load {:.1f} {:.1f} {:.1f}".format(*os.getloadavg())
 
 
-def questions() -> list[str]:
-    """300 SciFact claims, 100 LegalBench-RAG CUAD questions, 100 ru_legal_qa questions."""
+def questions() -> list[tuple[str, str]]:
+    """(query set, question): 300 SciFact claims, the first 100 LegalBench-RAG CUAD questions
+    (the sample holds 50) and 100 ru_legal_qa questions."""
     sci = load_beir(DATASETS / "scifact")
-    out = [q for _, q in sorted(sci.queries.items())][:300]
+    out = [("scifact", q) for _, q in sorted(sci.queries.items())][:300]
     with (DATASETS / "legalbench_rag_sample" / "cuad.csv").open(encoding="utf-8") as f:
-        out += [row["prompt"] for row in csv.DictReader(f)][:100]
+        out += [("cuad", row["prompt"]) for row in csv.DictReader(f)][:100]
     with (DATASETS / "ru_legal_qa" / "rag_data_located.jsonl").open(encoding="utf-8") as f:
-        out += [json.loads(line)["question"] for line in f][:100]
+        out += [("ru_legal_qa", json.loads(line)["question"]) for line in f][:100]
     return out
 
 
@@ -99,7 +100,7 @@ def real_vectors(n: int, work: Path, threads: int) -> tuple[np.ndarray, np.ndarr
               f"{load()})", file=sys.stderr, flush=True)
     rate = n / (time.perf_counter() - t0)
     chunks = np.concatenate(parts)
-    queries = np.stack([embedder.embed_query(q) for q in questions()])
+    queries = np.stack([embedder.embed_query(q) for _, q in questions()])
     work.mkdir(parents=True, exist_ok=True)
     np.savez(path, chunks=chunks, queries=queries)
     return chunks, queries, rate
@@ -140,7 +141,7 @@ def measure(store, vecs: np.ndarray, qvecs: np.ndarray, efs: list[int]) -> dict:
             times.append((time.perf_counter() - t0) * 1000)
             r50.append(recall(hits, scores[i], 50))
         out[ef] = (float(np.mean(r10)), float(np.mean(r50)), float(np.percentile(times, 50)),
-                   float(np.percentile(times, 95)))
+                   float(np.percentile(times, 95)), np.asarray(r10), np.asarray(r50))
     return out
 
 
@@ -165,7 +166,7 @@ def main() -> None:
                      "L2-normalised minilm embeddings")
         args.chunks = len(vecs)
         embedder = load_embedder("minilm", args.threads)
-        qvecs = np.stack([embedder.embed_query(q) for q in questions()])
+        qvecs = np.stack([embedder.embed_query(q) for _, q in questions()])
         rate = 0.0
     else:
         vecs, qvecs, rate = real_vectors(args.chunks, args.work, args.threads)
@@ -220,10 +221,19 @@ def main() -> None:
     for label in ("real", "random"):
         base = results[label][0][2]
         for ef in [0, *efs]:
-            r10, r50, p50, p95 = results[label][ef]
+            r10, r50, p50, p95 = results[label][ef][:4]
             search = "exact (SQLite store, numpy)" if not ef else f"HNSW ef {ef}"
             print(f"| {label} | {search} | {r10:.3f} | {r50:.3f} | {p50:.1f} / {p95:.1f} | "
                   f"{p50 / base:.2f} |")
+
+    sets = [name for name, _ in questions()]
+    print("\n| real vectors: recall@10 / recall@50 by query set | "
+          + " | ".join(f"HNSW ef {ef}" for ef in efs) + " |\n|---|" + "---|" * len(efs))
+    for name in dict.fromkeys(sets):
+        mask = np.array([s == name for s in sets])
+        cells = [f"{results['real'][ef][4][mask].mean():.3f} / {results['real'][ef][5][mask].mean():.3f}"
+                 for ef in efs]
+        print(f"| {name} ({mask.sum()} queries) | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":
