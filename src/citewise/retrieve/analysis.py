@@ -11,8 +11,16 @@ Steps, in order:
    (dots as ``_``), so ``invalidateMetadataRuntime``, "invalidate metadata runtime" and
    ``cache.invalidateMetadataRuntime()`` all meet.
 4. Stop words: Lucene's 33 English stop words are dropped (as Anserini's BEIR baselines do).
-5. Stemming: Snowball English for Latin-script words, Snowball Russian for Cyrillic words
-   (``PyStemmer``); other scripts are kept as they are.
+5. Stemming, chosen from the language of the whole text (a chunk or a question), detected by
+   :func:`citewise.retrieve.language.detect_language`: Cyrillic words get the Kazakh suffix
+   stemmer (:mod:`citewise.retrieve.kazakh`) in Kazakh text and Snowball Russian otherwise;
+   Latin-script words get Snowball English (``PyStemmer``); other scripts are kept as they are.
+   Query and chunk meet when both are in the same language; the retriever passes the
+   question's language to every analysis of a part of the question.
+
+:data:`ANALYZER_VERSION` names this analysis. Indexes record the version their BM25 terms were
+made with, and an index made with another version must be re-analysed (``citewise reindex``)
+before it is searched or written to, so the terms of one index never mix two analyses.
 
 The output tokens contain only letters, digits, marks and ``_``, which is exactly the token
 alphabet of the FTS5 ``unicode61`` tokenizer configured in :mod:`citewise.store.sqlite`, so the
@@ -27,6 +35,12 @@ from functools import lru_cache
 
 import regex
 
+from citewise.retrieve.kazakh import stem as kazakh_stem
+from citewise.retrieve.language import detect_language
+
+#: Version of the analysis below, recorded in every index (see the module docstring).
+#: 1: script-based stemming (Russian for all Cyrillic); 2: stemming by detected language.
+ANALYZER_VERSION = "2"
 _WORD = regex.compile(r"[\p{L}\p{N}\p{M}_]+(?:[.'’][\p{L}\p{N}\p{M}_]+)*")
 _HAN = regex.compile(r"\p{Han}")
 _CAMEL = regex.compile(r"\p{Lu}?\p{Ll}+|\p{Lu}+(?=\p{Lu}\p{Ll}|\b|\d|_)|\p{Lu}+|\p{N}+")
@@ -80,20 +94,26 @@ def _han_words(run: str) -> list[str]:
 
 
 @lru_cache(maxsize=200_000)
-def _stem(token: str) -> str:
+def _stem(token: str, kazakh: bool) -> str:
     english, russian = _stemmers()
     if _CYRILLIC.search(token):
+        if kazakh:
+            return kazakh_stem(token)
         return russian.stemWord(token)  # type: ignore[attr-defined]
     if _LATIN.match(token) and not token.isdigit():
         return english.stemWord(token)  # type: ignore[attr-defined]
     return token
 
 
-def tokenize(text: str) -> list[str]:
+def tokenize(text: str, language: str | None = None, *, stem: bool = True) -> list[str]:
     """Analysed tokens of ``text`` in order (duplicates kept, stop words dropped).
 
-    Returns an empty list for empty or punctuation-only text; never raises on any ``str``.
+    ``language``: the ISO 639-1 code that chooses the Cyrillic stemmer (``kk``: Kazakh, any
+    other: Russian); detected from ``text`` when None. ``stem=False`` keeps every word
+    unstemmed (for measuring the stemmers). Returns an empty list for empty or
+    punctuation-only text; never raises on any ``str``.
     """
+    kazakh = (language or detect_language(text)) == "kk"
     tokens: list[str] = []
     for match in _WORD.finditer(text):
         raw = match.group()
@@ -107,10 +127,11 @@ def tokenize(text: str) -> list[str]:
         for word in words:
             if word in ENGLISH_STOP_WORDS or not _WORD.fullmatch(word):
                 continue
-            tokens.append(_stem(word))
+            tokens.append(_stem(word, kazakh) if stem else word)
     return tokens
 
 
-def analyze(text: str) -> str:
-    """Tokens joined by single spaces: the form stored in the FTS5 index."""
-    return " ".join(tokenize(text))
+def analyze(text: str, language: str | None = None) -> str:
+    """Tokens joined by single spaces: the form stored in the FTS5 index (``language`` as in
+    :func:`tokenize`)."""
+    return " ".join(tokenize(text, language))
