@@ -333,11 +333,16 @@ def status(fmt: FormatOpt = OutputFormat.text) -> None:
 
 @app.command()
 def reindex() -> None:
-    """Re-embed every document with the configured embedding model."""
+    """Re-embed every document with the configured embedding model, or, when only the text
+    analysis changed, re-analyse the stored chunks (vectors kept)."""
     with _errors():
         engine = _engine()
         with _progress("re-indexing", sys.stderr.isatty()) as update:
             report = engine.reindex(progress=update)
+    if report.count("updated") and not report.count("added"):
+        console.print(f"re-analysed {report.count('updated')} documents, {report.chunks} chunks "
+                      f"in {report.seconds:.1f} s (BM25 terms and languages; vectors kept)")
+        return
     console.print(f"re-indexed {report.count('added')} documents, {report.chunks} chunks "
                   f"in {report.seconds:.1f} s; {report.count('failed')} failed")
 

@@ -116,6 +116,10 @@ class Settings(BaseSettings):
     rerank_weight: float = Field(
         0.7, ge=0.0, le=1.0, description="Weight of the reranker score against the fused score."
     )
+    language_routing: bool = Field(
+        True, description="When the index holds several languages, prefer chunks in the "
+        "question's language (falling back to the others when none is relevant).",
+    )
     top_k: int = Field(5, ge=1, le=100)
     per_file: int = Field(1, ge=1, description="At most this many chunks per file in the top_k.")
     min_score: float = Field(

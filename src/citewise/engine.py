@@ -18,9 +18,9 @@ from citewise.answer.extractive import ExtractiveAnswerer, idf_table
 from citewise.answer.llm import LLMAnswerer
 from citewise.answer.providers import PRESETS, ChatProvider, open_provider
 from citewise.config import SearchMode, Settings
-from citewise.errors import CitewiseError, EmbeddingMismatchError
-from citewise.ingest.pipeline import IngestReport, Ingestor, ProgressFn
-from citewise.retrieve.analysis import tokenize
+from citewise.errors import AnalyzerMismatchError, CitewiseError, EmbeddingMismatchError
+from citewise.ingest.pipeline import IngestReport, Ingestor, ProgressFn, reanalyze
+from citewise.retrieve.analysis import ANALYZER_VERSION, tokenize
 from citewise.retrieve.embedding import Embedder, load_embedder
 from citewise.retrieve.rerank import Reranker, load_reranker
 from citewise.retrieve.retriever import Retriever, SearchResult, clean_query
@@ -63,12 +63,16 @@ class Engine:
         return Retriever(self.settings, self.store, self.embedder, self.reranker)
 
     def check_model(self) -> None:
-        """Raise EmbeddingMismatchError if the index was built with another model."""
+        """Raise EmbeddingMismatchError if the index was built with another model, and
+        AnalyzerMismatchError if its BM25 terms were made by another text analysis."""
         name, dim = self.store.stored_model()
-        if name is not None and self.store.info().chunks and (
-            name != self.embedder.name or dim != self.embedder.dim
-        ):
+        if not self.store.info().chunks:
+            return
+        if name is not None and (name != self.embedder.name or dim != self.embedder.dim):
             raise EmbeddingMismatchError(name, dim or 0, self.embedder.name, self.embedder.dim)
+        analyzer = self.store.stored_analyzer()
+        if analyzer is not None and analyzer != ANALYZER_VERSION:
+            raise AnalyzerMismatchError(analyzer, ANALYZER_VERSION)
 
     # --- ingest ---------------------------------------------------------------------------
     def ingest(self, paths: Sequence[str | Path], prune: bool = False,
@@ -78,9 +82,20 @@ class Engine:
             paths, prune, progress)
 
     def reindex(self, progress: ProgressFn | None = None) -> IngestReport:
-        """Re-embed every file-backed document with the configured model (after a model
-        change), each into the collection it was in. Documents whose files are gone are
-        dropped."""
+        """Bring the index in line with the configured model and the current text analysis.
+
+        When the index already holds the configured embedding model and only its analyzer
+        version is older, the stored chunks are re-analysed in place
+        (:func:`~citewise.ingest.pipeline.reanalyze`: languages and BM25 terms recomputed,
+        vectors kept, no file read). Otherwise every file-backed document is re-read and
+        re-embedded with the configured model, each into the collection it was in; documents
+        whose files are gone are dropped.
+        """
+        name, dim = self.store.stored_model()
+        analyzer = self.store.stored_analyzer()
+        if (name == self.embedder.name and dim == self.embedder.dim and analyzer is not None
+                and analyzer != ANALYZER_VERSION):
+            return reanalyze(self.store, progress)
         by_collection: dict[str, list[tuple[Path, Path]]] = {}
         for d in self.store.documents():
             if Path(d.source_path).is_file():

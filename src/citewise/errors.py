@@ -14,7 +14,8 @@ later the HTTP API) translate them into exit codes or statuses::
     │   ├── CorruptDocumentError    truncated or malformed file
     │   └── EncodingError           the text encoding could not be detected
     ├── IndexError_                 the index on disk is unusable as configured
-    │   └── EmbeddingMismatchError  the index was built with another embedding model
+    │   ├── EmbeddingMismatchError  the index was built with another embedding model
+    │   └── AnalyzerMismatchError   its BM25 terms were made by another text analysis
     ├── ModelError                  a model cannot be loaded (missing extra, bad path,
     │                               a bundled file that fails its checksum)
     ├── ProviderError               the LLM provider failed (unreachable, timeout, HTTP error,
@@ -97,6 +98,23 @@ class EmbeddingMismatchError(IndexError_):
             f"CITEWISE_EMBEDDING_MODEL is {configured!r} ({configured_dim}-d); run "
             "`citewise reindex` to re-embed every chunk with the configured model, or set "
             f"CITEWISE_EMBEDDING_MODEL={stored} to keep the current index"
+        )
+
+
+class AnalyzerMismatchError(IndexError_):
+    """The index's BM25 terms were made by another version of the text analysis.
+
+    Terms of two analyses are never mixed: the user must run ``citewise reindex``, which
+    re-analyses the stored chunks (their vectors are kept).
+    """
+
+    def __init__(self, stored: str, current: str) -> None:
+        self.stored, self.current = stored, current
+        super().__init__(
+            f"the index's BM25 terms were made by text analyzer version {stored}, but this "
+            f"citewise analyses text with version {current} (stemming by detected language: "
+            "Kazakh, Russian, English, Chinese); run `citewise reindex` to re-analyse the "
+            "stored chunks (nothing is re-embedded)"
         )
 
 

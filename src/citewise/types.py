@@ -108,6 +108,9 @@ class Chunk:
     symbol: str | None = None
     content_hash: str = ""
     token_count: int = 0
+    #: ISO 639-1 code of the chunk's detected language (``"und"`` when undetermined, ``""``
+    #: when not recorded), see :func:`citewise.retrieve.language.detect_language`.
+    language: str = ""
 
 
 HitSource = Literal["dense", "sparse", "hybrid"]

@@ -66,7 +66,7 @@ def test_migrations_are_recorded_and_idempotent(tmp_path):
     SQLiteStore(path).close()
     SQLiteStore(path).close()
     db = sqlite3.connect(path)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == 2
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 3  # m001, m002, m003
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
@@ -101,11 +101,14 @@ def test_reader_sees_old_or_new_version_while_writer_replaces(tmp_path):
 
     def read():
         reader = SQLiteStore(path)
-        while not stop.is_set():
+        while True:  # at least one read, even when the writer finishes first
+            done = stop.is_set()
             with reader.snapshot():
                 hits = reader.sparse_search(tokenize("version part"), 10)
                 loaded = reader.get_chunks([h.chunk_id for h in hits])
             seen.add(tuple(sorted(loaded[h.chunk_id][0].text for h in hits)))
+            if done:
+                break
         reader.close()
 
     t = threading.Thread(target=read)

@@ -18,6 +18,7 @@ from citewise.config import Fusion, SearchMode, Settings
 from citewise.eval.datasets import BeirDataset
 from citewise.eval.metrics import evaluate
 from citewise.ingest.pipeline import Ingestor
+from citewise.retrieve.analysis import ANALYZER_VERSION
 from citewise.retrieve.embedding import load_embedder
 from citewise.retrieve.fusion import fuse
 from citewise.retrieve.rerank import load_reranker
@@ -42,7 +43,8 @@ def build_index(dataset: BeirDataset, settings: Settings, model: str, folder: Pa
     safe = "".join(ch if ch.isalnum() else "_" for ch in model)[-40:]
     path = folder / f"{dataset.name}-{safe}-{settings.chunk_tokens}-{settings.chunk_overlap}.sqlite3"
     store = SQLiteStore(path)
-    if len(store.documents()) != len(dataset.corpus):
+    stale = store.stored_analyzer() != ANALYZER_VERSION  # terms of another analysis
+    if stale or len(store.documents()) != len(dataset.corpus):
         store.clear()
         ingestor = Ingestor(settings, store, embedder)
         items = ((d.id, d.id, _parsed(d.title, d.text)) for d in dataset.corpus.values())

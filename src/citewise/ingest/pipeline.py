@@ -5,7 +5,9 @@ For each file under the given paths:
 1. read its bytes and hash them (sha256); a file whose hash and ingest settings (model, chunk
    size) match the stored document is *unchanged* and skipped;
 2. parse it (:mod:`citewise.ingest.parsers`), chunk it (:mod:`citewise.ingest.chunking`);
-3. embed chunks whose content hash has no stored vector yet (batched across files);
+3. detect each chunk's language and analyse its text for BM25 with that language's stemmer
+   (:mod:`citewise.retrieve.analysis`); embed chunks whose content hash has no stored vector
+   yet (batched across files);
 4. write the document with all its chunks and vectors in one transaction (``upsert_document``).
 
 A file that cannot be indexed is reported with its path and reason and the rest go on; if it
@@ -29,7 +31,8 @@ from citewise.config import Settings
 from citewise.errors import DocumentError, EmptyDocumentError
 from citewise.ingest.chunking import chunk_document, content_hash, embedding_text
 from citewise.ingest.parsers.base import parser_for
-from citewise.retrieve.analysis import analyze
+from citewise.retrieve.analysis import ANALYZER_VERSION, analyze
+from citewise.retrieve.language import detect_language
 from citewise.retrieve.embedding import Embedder
 from citewise.store.base import Store
 from citewise.types import Chunk, Document, ParsedDocument
@@ -111,6 +114,7 @@ class Ingestor:
         self.collection = collection or settings.collection
         self.max_tokens = max(16, min(settings.chunk_tokens, embedder.max_tokens) - PREFIX_TOKENS)
         store.bind_model(embedder.name, embedder.dim)
+        store.bind_analyzer(ANALYZER_VERSION)  # AnalyzerMismatchError: run citewise reindex
         # a change of these re-chunks unchanged files on the next ingest
         self.fingerprint = f"{embedder.name}:{self.max_tokens}:{settings.chunk_overlap}"
 
@@ -257,7 +261,8 @@ class Ingestor:
             self.settings.chunk_overlap,
         )
         texts = [embedding_text(doc.title, c) for c in chunks]
-        chunks = [replace(c, content_hash=content_hash(t)) for c, t in zip(chunks, texts, strict=True)]
+        chunks = [replace(c, content_hash=content_hash(t), language=detect_language(t))
+                  for c, t in zip(chunks, texts, strict=True)]
         metadata = {**parsed.metadata, **{k: v for k, v in doc.metadata.items() if k.startswith("_")},
                     "_fingerprint": self.fingerprint}
         doc = replace(doc, metadata=metadata, warnings=parsed.warnings, pages=parsed.pages,
@@ -281,8 +286,35 @@ class Ingestor:
                 vectors = np.stack([cached[c.content_hash] for c in p.chunks])
             else:
                 vectors = np.zeros((0, self.embedder.dim), dtype=np.float32)
-            terms = [analyze(t) for t in p.texts]
+            terms = [analyze(t, c.language) for c, t in zip(p.chunks, p.texts, strict=True)]
             self.store.upsert_document(p.document, p.chunks, vectors, terms)
             report.files.append(
                 FileResult(p.document.path, p.status, len(p.chunks), warnings=p.document.warnings)
             )
+
+
+def reanalyze(store: Store, progress: ProgressFn | None = None) -> IngestReport:
+    """Recompute every chunk's language and BM25 terms from its stored text with the current
+    analysis, keeping chunks and vectors (nothing is re-embedded, no file is read), then record
+    :data:`~citewise.retrieve.analysis.ANALYZER_VERSION` in the store.
+
+    Each document is rewritten in one transaction, so an interrupted run leaves whole
+    documents and can be run again. Returns a report with one ``updated`` entry per document.
+    """
+    started = time.perf_counter()
+    report = IngestReport()
+    documents = [d for d in store.documents() if d.status == "indexed"]
+    for i, doc in enumerate(documents):
+        if progress:
+            progress(doc.path, i, len(documents))
+        chunks, vectors, _ = store.export(doc.id)
+        texts = [embedding_text(doc.title, c) for c in chunks]
+        chunks = [replace(c, language=detect_language(t)) for c, t in zip(chunks, texts, strict=True)]
+        terms = [analyze(t, c.language) for c, t in zip(chunks, texts, strict=True)]
+        store.upsert_document(doc, chunks, vectors, terms)
+        report.files.append(FileResult(doc.path, "updated", len(chunks)))
+    store.bind_analyzer(ANALYZER_VERSION, force=True)
+    if progress:
+        progress("done", len(documents), len(documents))
+    report.seconds = time.perf_counter() - started
+    return report

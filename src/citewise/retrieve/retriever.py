@@ -13,6 +13,15 @@ The final ranking score is ``(1 - w) * fused + w * coverage`` (fused min-max nor
 candidates, ``w = Settings.coverage_weight``): a chunk holding more of the question's rare
 terms moves up, like Lucene's classic coordination factor. With a reranker, that score is
 blended with ``sigmoid(reranker logit)`` by ``Settings.rerank_weight``.
+
+Language routing (as the S3 documentation bot does): when the index holds several languages
+(chunks carry their detected language, :attr:`Chunk.language`) and the question's language
+(:func:`~citewise.retrieve.language.detect_language`) holds at least
+:data:`ROUTING_MIN_SHARE` of the chunks, both legs are also searched with a ``language``
+filter, and the final ranking puts the chunks in the question's language first, in their
+order, then the others (their scores scaled by 1e-3, so scores stay descending). When no chunk
+in that language is relevant enough, the evidence comes from the others, as before.
+``Settings.language_routing`` switches it off.
 """
 
 from __future__ import annotations
@@ -31,6 +40,7 @@ from citewise.config import SearchMode, Settings
 from citewise.errors import QueryError
 from citewise.retrieve.analysis import tokenize
 from citewise.retrieve.embedding import Embedder
+from citewise.retrieve.language import UNDETERMINED, detect_language
 from citewise.retrieve.fusion import fuse
 from citewise.retrieve.rerank import Reranker, sigmoid
 from citewise.store.base import Store
@@ -97,6 +107,18 @@ def document_idf(chunk_terms: list[frozenset[str]], terms: list[str],
 
 
 CONCENTRATION = 0.75  # see document_idf
+#: Least share of the index's chunks in the question's language for routing to apply, so a
+#: few English chunks in a Russian collection do not capture every English question.
+ROUTING_MIN_SHARE = 0.1
+
+
+def prefer_language(hits: list[Hit], language: str) -> list[Hit]:
+    """Hits whose chunk is in ``language`` first (their order kept), then the others with
+    their ``score`` scaled by 1e-3 (so scores stay descending when they were)."""
+    inside = [h for h in hits if h.chunk is not None and h.chunk.language == language]
+    outside = [replace(h, score=h.score * 1e-3) for h in hits
+               if h.chunk is None or h.chunk.language != language]
+    return inside + outside
 _CLAUSE_END = re.compile(r"[;:.!?](?=\s)|[；：。！？]")
 
 
@@ -174,28 +196,20 @@ class Retriever:
         mode = SearchMode(mode)
         clock = _Clock(timings if timings is not None else {})
         query = clean_query(query, self.settings.max_query_chars)
-        terms = tokenize(query)
+        language = detect_language(query)
+        terms = tokenize(query, language)
         if mode is SearchMode.SPARSE:
             query_vec = None
         elif query_vec is None:
             query_vec = self.embed_query(query, clock)
-        dense_hits: list[Hit] = []
-        sparse_hits: list[Hit] = []
         with self.store.snapshot():  # every read below sees one committed state
-            if query_vec is not None:
-                with clock("dense_ms"):
-                    dense_hits = self.store.dense_search(query_vec, k or self.settings.dense_k,
-                                                         filters)
-            if mode is not SearchMode.DENSE:
-                with clock("sparse_ms"):
-                    sparse_hits = self.store.sparse_search(terms, k or self.settings.sparse_k,
-                                                           filters)
-            with clock("fusion_ms"):
-                if mode is SearchMode.HYBRID:
-                    hits = fuse(self.settings.fusion, dense_hits, sparse_hits,
-                                alpha=self.settings.alpha, rrf_k=self.settings.rrf_k)
-                else:
-                    hits = [replace(h, fused=h.score) for h in (dense_hits or sparse_hits)]
+            routed = self.routing_language(language, filters)
+            hits = self._search_legs(mode, query_vec, terms, k, filters, clock)
+            if routed is not None:
+                preferred = self._search_legs(mode, query_vec, terms, k,
+                                              {**(filters or {}), "language": routed}, clock)
+                seen = {h.chunk_id for h in preferred}
+                hits = preferred + [h for h in hits if h.chunk_id not in seen]
             if not hits:
                 return []
             with clock("load_ms"):
@@ -203,7 +217,41 @@ class Retriever:
         if rerank and self.reranker is not None:
             with clock("rerank_ms"):
                 hits = self._rerank(query, hits)
-        return hits
+        return prefer_language(hits, routed) if routed is not None else hits
+
+    def routing_language(self, language: str,
+                         filters: Mapping[str, Any] | None = None) -> str | None:
+        """The language to prefer for a question in ``language``: the language itself when
+        routing is on, no ``language`` filter is given, the index holds more than one language
+        and at least :data:`ROUTING_MIN_SHARE` of its chunks are in ``language``; else None."""
+        if not self.settings.language_routing or language == UNDETERMINED or (
+                filters and filters.get("language")):
+            return None
+        counts = self.store.languages()
+        total = sum(counts.values())
+        if len(counts) < 2 or counts.get(language, 0) < ROUTING_MIN_SHARE * total:
+            return None
+        return language
+
+    def _search_legs(self, mode: SearchMode, query_vec: np.ndarray | None, terms: list[str],
+                     k: int | None, filters: Mapping[str, Any] | None,
+                     clock: _Clock) -> list[Hit]:
+        """Dense and/or BM25 candidates (``k`` each), fused for the hybrid mode."""
+        dense_hits: list[Hit] = []
+        sparse_hits: list[Hit] = []
+        if query_vec is not None:
+            with clock("dense_ms"):
+                dense_hits = self.store.dense_search(query_vec, k or self.settings.dense_k,
+                                                     filters)
+        if mode is not SearchMode.DENSE:
+            with clock("sparse_ms"):
+                sparse_hits = self.store.sparse_search(terms, k or self.settings.sparse_k,
+                                                       filters)
+        with clock("fusion_ms"):
+            if mode is SearchMode.HYBRID:
+                return fuse(self.settings.fusion, dense_hits, sparse_hits,
+                            alpha=self.settings.alpha, rrf_k=self.settings.rrf_k)
+            return [replace(h, fused=h.score) for h in (dense_hits or sparse_hits)]
 
     def embed_query(self, query: str, clock: _Clock | None = None) -> np.ndarray:
         """The cleaned question's embedding (its end kept within the model's token limit)."""
@@ -247,7 +295,7 @@ class Retriever:
                 order.setdefault(hit.chunk.document_id, []).append(hit)
         selected: list[Hit] = []
         focus = question_clause(query)
-        terms = tokenize(focus)
+        terms = tokenize(focus, detect_language(query))  # the question's stemmer, not the clause's
         # the asking clause's embedding (the question's own when the clause is all of it) and
         # the collection frequencies of its terms: the same for every document, read once
         focus_vec = query_vec
@@ -264,7 +312,7 @@ class Retriever:
     def document_term_weights(self, document_id: str, question: str) -> dict[str, float]:
         """:func:`document_idf` of the question's terms within one document."""
         features = self.store.chunk_features(document_id)
-        terms = tokenize(question)
+        terms = tokenize(question, detect_language(question))
         _, cdf = self.store.term_document_frequencies(list(dict.fromkeys(terms)))
         return document_idf([f[1] for f in features], terms, cdf, CONCENTRATION)
 

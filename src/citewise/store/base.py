@@ -10,7 +10,9 @@ Search methods return hits sorted by descending score, at most ``k`` of them, ea
 ``filters`` narrows the search: ``{"document_ids": [...]}``, ``{"path_prefix": "docs/"}``
 and/or ``{"collections": [...]}`` (documents of these collections only; an empty list matches
 nothing). Filters apply before ranking: the top ``k`` are the best ``k`` of the chunks that
-pass, never the passing part of an unfiltered top ``k`` (which would silently lose results).
+pass, never the passing part of an unfiltered top ``k`` (which would silently lose results), and/or
+``{"language": "ru"}`` (chunks whose detected language, :attr:`Chunk.language`, is that
+ISO 639-1 code).
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ def nested_read_transaction(local: Any, execute: Callable[[str], object],
 Filters = Mapping[str, Any]
 
 #: The filter keys every store understands (see the module docstring).
-FILTER_KEYS = ("document_ids", "path_prefix", "collections")
+FILTER_KEYS = ("document_ids", "path_prefix", "collections", "language")
 
 
 def check_filters(filters: Filters) -> None:
@@ -79,6 +81,20 @@ class Store(Protocol):
         Raises EmbeddingMismatchError when the index holds vectors of another model or
         dimension (the user must run ``citewise reindex``).
         """
+
+    def bind_analyzer(self, version: str, *, force: bool = False) -> None:
+        """Record the text-analysis version of the index's BM25 terms
+        (:data:`citewise.retrieve.analysis.ANALYZER_VERSION`), or check it.
+
+        Raises AnalyzerMismatchError when the index holds chunks analysed by another recorded
+        version, unless ``force`` (after every chunk was re-analysed).
+        """
+
+    def stored_analyzer(self) -> str | None:
+        """The version recorded by :meth:`bind_analyzer`, or None."""
+
+    def languages(self) -> dict[str, int]:
+        """Chunks per detected language code (chunks with no recorded language left out)."""
 
     def upsert_document(
         self, document: Document, chunks: Sequence[Chunk], vectors: np.ndarray,
@@ -145,7 +161,8 @@ class Store(Protocol):
         analysed BM25 texts, as :meth:`upsert_document` takes them (to copy an index)."""
 
     def clear(self) -> None:
-        """Delete every document and forget the embedding model (``citewise reindex``)."""
+        """Delete every document and forget the embedding model and analyzer version
+        (``citewise reindex``)."""
 
     def info(self) -> IndexInfo: ...
 

@@ -3,8 +3,9 @@
 Every document is read with its chunks, stored vectors and analysed BM25 texts
 (:meth:`Store.export`) and written to the target with one :meth:`Store.upsert_document`
 transaction, so an interrupted copy leaves whole documents only and can simply be run again
-(documents are replaced by id). The target is bound to the source's embedding model first;
-a target holding another model's vectors is refused with EmbeddingMismatchError.
+(documents are replaced by id). The target is bound to the source's embedding model and
+analyzer version first; a target holding another model's vectors is refused with
+EmbeddingMismatchError, one holding terms of another analysis with AnalyzerMismatchError.
 """
 
 from __future__ import annotations
@@ -62,6 +63,8 @@ def copy_index(source: Store, target: Store,
     name, dim = source.stored_model()
     if name is not None and dim is not None:
         target.bind_model(name, dim)
+    if (analyzer := source.stored_analyzer()) is not None:
+        target.bind_analyzer(analyzer)
     chunks = 0
     bulk = getattr(target, "bulk_load", None)  # PostgreSQL: build the HNSW index once
     with bulk() if bulk is not None and len(documents) > 1 else nullcontext():

@@ -18,7 +18,10 @@ Design
   every matching chunk scored exactly, so both stores rank the same data the same way.
   Tokens come from :mod:`citewise.retrieve.analysis`, as for SQLite; PostgreSQL's own text
   search is not used (``ts_rank`` is not BM25).
-* ``citewise_meta`` holds the embedding model name and dimension; ``citewise_migrations``
+* ``chunks.language`` is each chunk's detected language (ISO 639-1), for language routing and
+  the ``language`` filter.
+* ``citewise_meta`` holds the embedding model name and dimension and the analyzer version of
+  the BM25 terms (``analyzer``, as in the SQLite store); ``citewise_migrations``
   records each named migration (``m001_initial``...) applied, in order, once.
 
 Writes: every document upsert or delete is one transaction (READ COMMITTED) that first takes
@@ -43,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from citewise.errors import EmbeddingMismatchError, IndexError_
+from citewise.errors import AnalyzerMismatchError, EmbeddingMismatchError, IndexError_
 from citewise.store.base import Filters, IndexInfo, check_filters, nested_read_transaction
 from citewise.store.sqlite import BM25_B, BM25_K1
 from citewise.types import Chunk, Document, Hit
@@ -137,12 +140,23 @@ def m002_collection(cur: psycopg.Cursor[Any]) -> None:
     cur.execute("CREATE INDEX documents_collection ON documents (collection)")
 
 
-MIGRATIONS: list[Callable[[psycopg.Cursor[Any]], None]] = [m001_initial, m002_collection]
+
+def m003_chunk_language(cur: psycopg.Cursor[Any]) -> None:
+    """Each chunk's detected language (``''`` for chunks indexed before), and the analyzer
+    version ``1`` for an existing index's BM25 terms (so it is re-analysed before use)."""
+    cur.execute("ALTER TABLE chunks ADD COLUMN language text NOT NULL DEFAULT ''")
+    cur.execute("CREATE INDEX chunks_language ON chunks (language)")
+    cur.execute("INSERT INTO citewise_meta SELECT 'analyzer', '1' "
+                "WHERE EXISTS (SELECT 1 FROM chunks)")
+
+
+MIGRATIONS: list[Callable[[psycopg.Cursor[Any]], None]] = [m001_initial, m002_collection,
+                                                             m003_chunk_language]
 
 _CHUNK_COLS = (
     "c.seq, c.id, c.document_id, c.ordinal, c.text, c.source_text, c.char_start, c.char_end, "
     "c.section, c.page, c.page_end, c.line_start, c.line_end, c.symbol, c.content_hash, "
-    "c.token_count"
+    "c.token_count, c.language"
 )
 _DOC_COLS = (
     "d.id, d.path, d.source_path, d.title, d.format, d.content_hash, d.chunk_count, d.pages, "
@@ -216,7 +230,7 @@ def _chunk(row: Sequence[Any]) -> Chunk:
         id=row[1], document_id=row[2], ordinal=row[3], text=row[4], source_text=row[5],
         char_start=row[6], char_end=row[7], section=tuple(json.loads(row[8])), page=row[9],
         page_end=row[10], line_start=row[11], line_end=row[12], symbol=row[13],
-        content_hash=row[14], token_count=row[15],
+        content_hash=row[14], token_count=row[15], language=row[16],
     )
 
 
@@ -265,6 +279,7 @@ class PostgresStore:
         self._local = threading.local()
         self._all: list[psycopg.Connection[Any]] = []
         self._all_lock = threading.Lock()
+        self._languages: tuple[int, dict[str, int]] | None = None  # generation, counts
         try:
             with psycopg.connect(self.url, autocommit=True) as conn:
                 self._migrate(conn)
@@ -428,6 +443,27 @@ class PostgresStore:
         dim = self._meta("dimension")
         return self._meta("embedding_model"), int(dim) if dim else None
 
+    def bind_analyzer(self, version: str, *, force: bool = False) -> None:
+        """See :meth:`Store.bind_analyzer`."""
+        with self._write("citewise:model") as cur:
+            stored = self._meta("analyzer")
+            has_chunks = cur.execute("SELECT 1 FROM chunks LIMIT 1").fetchone() is not None
+            if not force and stored is not None and has_chunks and stored != version:
+                raise AnalyzerMismatchError(stored, version)
+            cur.execute("INSERT INTO citewise_meta VALUES ('analyzer', %s) ON CONFLICT (key) "
+                        "DO UPDATE SET value = EXCLUDED.value", (version,))
+
+    def stored_analyzer(self) -> str | None:
+        return self._meta("analyzer")
+
+    def languages(self) -> dict[str, int]:
+        """See :meth:`Store.languages` (cached until the next write)."""
+        generation = self.generation()
+        if self._languages is None or self._languages[0] != generation:
+            rows = self.db.execute("SELECT language, count(*) FROM chunks GROUP BY language")
+            self._languages = (generation, {lang: int(n) for lang, n in rows if lang})
+        return dict(self._languages[1])
+
     # --- writes ---------------------------------------------------------------------------
     def upsert_document(
         self, document: Document, chunks: Sequence[Chunk], vectors: np.ndarray,
@@ -476,13 +512,14 @@ class PostgresStore:
                 cur.executemany(
                     "INSERT INTO chunks (id, document_id, ordinal, text, source_text, "
                     "char_start, char_end, section, page, page_end, line_start, line_end, "
-                    "symbol, content_hash, token_count, terms, n_terms, embedding) VALUES "
-                    "(%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) RETURNING seq",
+                    "symbol, content_hash, token_count, terms, n_terms, embedding, language) "
+                    "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) "
+                    "RETURNING seq",
                     [
                         (c.id, document.id, c.ordinal, c.text, c.source_text, c.char_start,
                          c.char_end, json.dumps(list(c.section), ensure_ascii=False), c.page,
                          c.page_end, c.line_start, c.line_end, c.symbol, c.content_hash,
-                         c.token_count, t, sum(n.values()), vectors[i])
+                         c.token_count, t, sum(n.values()), vectors[i], c.language)
                         for i, (c, t, n) in enumerate(zip(chunks, terms, counts, strict=True))
                     ],
                     returning=True,
@@ -567,7 +604,8 @@ class PostgresStore:
         """Delete every document and forget the embedding model (for ``citewise reindex``)."""
         with self._write("citewise:model") as cur:
             cur.execute("TRUNCATE postings, term_stats, chunks, documents")
-            cur.execute("DELETE FROM citewise_meta WHERE key IN ('embedding_model', 'dimension')")
+            cur.execute("DELETE FROM citewise_meta "
+                        "WHERE key IN ('embedding_model', 'dimension', 'analyzer')")
             cur.execute("UPDATE collection_stats SET chunks = 0, total_terms = 0, "
                         "generation = generation + 1 WHERE id = 1")
 
@@ -616,7 +654,7 @@ class PostgresStore:
             f"SELECT {_CHUNK_COLS}, {_DOC_COLS} FROM chunks c "
             "JOIN documents d ON d.id = c.document_id WHERE c.id = ANY(%s) ORDER BY c.seq",
             (list(set(chunk_ids)),))
-        return {row[1]: (_chunk(row[:16]), _document(row[16:])) for row in rows}
+        return {row[1]: (_chunk(row[:17]), _document(row[17:])) for row in rows}
 
     def chunks_of(self, document_id: str) -> list[Chunk]:
         rows = self.db.execute(
@@ -658,6 +696,9 @@ class PostgresStore:
             clauses.append("c.document_id IN (SELECT id FROM documents "
                            "WHERE collection = ANY(%s))")
             params.append(list(filters["collections"]))  # [] matches nothing
+        if language := filters.get("language"):
+            clauses.append("c.language = %s")
+            params.append(language)
         return " AND ".join(clauses), params
 
     # --- dense ----------------------------------------------------------------------------
@@ -700,9 +741,9 @@ class PostgresStore:
         rows = self.db.execute(
             f"SELECT {_CHUNK_COLS}, c.terms, c.embedding FROM chunks c "
             "WHERE c.document_id = %s ORDER BY c.ordinal", (document_id,)).fetchall()
-        vectors = (np.stack([_vec(r[17]) for r in rows]) if rows
+        vectors = (np.stack([_vec(r[18]) for r in rows]) if rows
                    else np.zeros((0, self.stored_model()[1] or 1), dtype=np.float32))
-        return [_chunk(r[:16]) for r in rows], vectors, [r[16] for r in rows]
+        return [_chunk(r[:17]) for r in rows], vectors, [r[17] for r in rows]
 
     # --- sparse ---------------------------------------------------------------------------
     def term_document_frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:

@@ -12,8 +12,12 @@ Design
   frequencies. Candidates are re-scored with Lucene's BM25 (smoothed IDF, see
   :func:`bm25_scores`) because FTS5's built-in ``bm25()`` floors the IDF of any term present in
   half of the chunks or more to ~0, which breaks small collections (case C39).
-* ``meta``: the schema version, the embedding model name and dimension, and ``generation``, a
-  counter bumped by every write so readers know when to reload their in-memory matrix.
+* ``meta``: the schema version, the embedding model name and dimension, the version of the
+  text analysis that made the BM25 terms (``analyzer``, see
+  :data:`citewise.retrieve.analysis.ANALYZER_VERSION`), and ``generation``, a counter bumped
+  by every write so readers know when to reload their in-memory matrix.
+* ``chunks.language``: each chunk's detected language (ISO 639-1), for language routing and
+  the ``language`` filter.
 
 Every document write is one ``BEGIN IMMEDIATE`` transaction, so a crash leaves the old or the
 new version, never a mix. WAL lets readers search while one writer ingests; writers wait up to
@@ -38,7 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
-from citewise.errors import EmbeddingMismatchError, IndexError_
+from citewise.errors import AnalyzerMismatchError, EmbeddingMismatchError, IndexError_
 from citewise.store.base import Filters, IndexInfo, check_filters, nested_read_transaction
 from citewise.types import Chunk, Document, Hit
 
@@ -132,7 +136,18 @@ def m002_collection(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX documents_collection ON documents(collection)")
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [m001_initial, m002_collection]
+
+def m003_chunk_language(db: sqlite3.Connection) -> None:
+    """Each chunk's detected language (``''`` for chunks indexed before), and the analyzer
+    version of an existing index's BM25 terms: ``1``, the script-based analysis they were
+    made with, so the index is re-analysed (``citewise reindex``) before it is used."""
+    db.execute("ALTER TABLE chunks ADD COLUMN language TEXT NOT NULL DEFAULT ''")
+    db.execute("CREATE INDEX chunks_language ON chunks(language)")
+    db.execute("INSERT INTO meta SELECT 'analyzer', '1' WHERE EXISTS (SELECT 1 FROM chunks)")
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
+    m001_initial, m002_collection, m003_chunk_language]
 
 
 def bm25_scores(
@@ -160,7 +175,7 @@ class _Matrix:
 _CHUNK_COLS = (
     "c.rowid, c.id, c.document_id, c.ordinal, c.text, c.source_text, c.char_start, c.char_end, "
     "c.section, c.page, c.page_end, c.line_start, c.line_end, c.symbol, c.content_hash, "
-    "c.token_count"
+    "c.token_count, c.language"
 )
 _DOC_COLS = (
     "d.id, d.path, d.source_path, d.title, d.format, d.content_hash, d.chunk_count, d.pages, "
@@ -173,7 +188,7 @@ def _chunk(row: Sequence) -> Chunk:
         id=row[1], document_id=row[2], ordinal=row[3], text=row[4], source_text=row[5],
         char_start=row[6], char_end=row[7], section=tuple(json.loads(row[8])), page=row[9],
         page_end=row[10], line_start=row[11], line_end=row[12], symbol=row[13],
-        content_hash=row[14], token_count=row[15],
+        content_hash=row[14], token_count=row[15], language=row[16],
     )
 
 
@@ -199,6 +214,7 @@ class SQLiteStore:
         self._lock = threading.Lock()
         self._matrix: _Matrix | None = None
         self._stats: tuple[int, int, float] | None = None  # generation, N, avgdl
+        self._languages: tuple[int, dict[str, int]] | None = None  # generation, counts
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._migrate()
@@ -276,6 +292,32 @@ class SQLiteStore:
         dim = self._meta("dimension")
         return self._meta("embedding_model"), int(dim) if dim else None
 
+    def bind_analyzer(self, version: str, *, force: bool = False) -> None:
+        """See :meth:`Store.bind_analyzer`."""
+        db = self.db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            stored = self._meta("analyzer")
+            has_chunks = db.execute("SELECT 1 FROM chunks LIMIT 1").fetchone() is not None
+            if not force and stored is not None and has_chunks and stored != version:
+                raise AnalyzerMismatchError(stored, version)
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('analyzer', ?)", (version,))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def stored_analyzer(self) -> str | None:
+        return self._meta("analyzer")
+
+    def languages(self) -> dict[str, int]:
+        """See :meth:`Store.languages`."""
+        generation = self.generation()
+        if self._languages is None or self._languages[0] != generation:
+            rows = self.db.execute("SELECT language, count(*) FROM chunks GROUP BY language")
+            self._languages = (generation, {lang: n for lang, n in rows if lang})
+        return dict(self._languages[1])
+
     # --- writes ---------------------------------------------------------------------------
     def upsert_document(
         self, document: Document, chunks: Sequence[Chunk], vectors: np.ndarray,
@@ -322,13 +364,14 @@ class SQLiteStore:
             db.executemany(
                 "INSERT INTO chunks (id, document_id, ordinal, text, source_text, char_start, "
                 "char_end, section, page, page_end, line_start, line_end, symbol, content_hash, "
-                "token_count, terms, n_terms, vector) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "token_count, terms, n_terms, vector, language) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 [
                     (
                         c.id, document.id, c.ordinal, c.text, c.source_text, c.char_start,
                         c.char_end, json.dumps(list(c.section), ensure_ascii=False), c.page,
                         c.page_end, c.line_start, c.line_end, c.symbol, c.content_hash,
-                        c.token_count, t, len(t.split()), vectors[i].tobytes(),
+                        c.token_count, t, len(t.split()), vectors[i].tobytes(), c.language,
                     )
                     for i, (c, t) in enumerate(zip(chunks, terms, strict=True))
                 ],
@@ -360,7 +403,8 @@ class SQLiteStore:
         try:
             db.execute("DELETE FROM chunks")
             db.execute("DELETE FROM documents")
-            db.execute("DELETE FROM meta WHERE key IN ('embedding_model', 'dimension')")
+            db.execute(
+                "DELETE FROM meta WHERE key IN ('embedding_model', 'dimension', 'analyzer')")
             self._bump(db)
             db.execute("COMMIT")
         except BaseException:
@@ -417,7 +461,7 @@ class SQLiteStore:
     def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, tuple[Chunk, Document]]:
         sql = (f"SELECT {_CHUNK_COLS}, {_DOC_COLS} FROM chunks c "
                "JOIN documents d ON d.id = c.document_id WHERE c.id IN ({marks})")
-        return {row[1]: (_chunk(row[:16]), _document(row[16:]))
+        return {row[1]: (_chunk(row[:17]), _document(row[17:]))
                 for row in self._rows_in(sql, chunk_ids)}
 
     def record_failure(self, document: Document) -> None:
@@ -439,11 +483,11 @@ class SQLiteStore:
             f"SELECT {_CHUNK_COLS}, c.terms, c.vector FROM chunks c "
             "WHERE c.document_id = ? ORDER BY c.ordinal", (document_id,)).fetchall()
         if rows:
-            vectors = np.frombuffer(b"".join(r[17] for r in rows), dtype="<f4")
+            vectors = np.frombuffer(b"".join(r[18] for r in rows), dtype="<f4")
             vectors = vectors.reshape(len(rows), -1).astype(np.float32)
         else:
             vectors = np.zeros((0, self.stored_model()[1] or 1), dtype=np.float32)
-        return [_chunk(r[:16]) for r in rows], vectors, [r[16] for r in rows]
+        return [_chunk(r[:17]) for r in rows], vectors, [r[17] for r in rows]
 
     def check(self) -> list[str]:
         """Problems found in the index file, one sentence each; [] when it is consistent.
@@ -516,6 +560,9 @@ class SQLiteStore:
                 return np.zeros(0, dtype=np.int64)  # no collection readable: nothing
             clauses.append(f"d.collection IN ({','.join('?' * len(names))})")
             params.extend(names)
+        if language := filters.get("language"):
+            clauses.append("c.language = ?")
+            params.append(language)
         if not clauses:
             return None
         rows = self.db.execute(
