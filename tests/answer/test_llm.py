@@ -188,7 +188,8 @@ def test_a_passage_with_no_sentence_end_is_cut_to_its_share() -> None:
 
 @pytest.mark.parametrize(("question", "language"), [
     ("Какой срок гарантии?", "Russian"), ("Кепілдік мерзімі қандай?", "Kazakh"),
-    ("退货期限是多久？", "Chinese"), ("How long?", "the language of the question"),
+    ("退货期限是多久？", "Chinese"), ("How long?", "English"),
+    ("Combien de temps faut-il ?", "the language of the question"),
 ])
 def test_the_answer_language_follows_the_question(question: str, language: str) -> None:
     system = build_messages(question, [], [], budget_tokens=100, count_tokens=len)[0]["content"]

@@ -18,6 +18,7 @@ from citewise.answer.answerer import NOT_FOUND
 from citewise.answer.providers import Message
 from citewise.ingest.chunking import sentences
 from citewise.retrieve.analysis import tokenize
+from citewise.retrieve.language import detect_language, language_name
 from citewise.types import Evidence
 
 # The concrete example in rule 2 makes small models cite far more reliably than an abstract
@@ -43,38 +44,13 @@ your own knowledge.
 
 _WRAPPER_TAGS = re.compile(r"<\s*(/?)\s*(passage|evidence)\b", re.IGNORECASE)
 
-# scripts whose language is unambiguous enough to name in the prompt
-_KAZAKH_LETTERS = set("әғқңөұүһі")
-
-
 def question_language(question: str) -> str:
-    """A language name for the rule 'Answer in ...', from the question's letters: Kazakh,
-    Russian, Chinese, Japanese, Korean, Arabic, Greek, Hebrew; otherwise "the language of the
-    question" (Latin script says too little)."""
-    letters = [ch for ch in question.casefold() if ch.isalpha()]
-    if not letters:
-        return "the language of the question"
-    counts: dict[str, int] = {}
-    for ch in letters:
-        o = ord(ch)
-        script = (
-            "cyrillic" if 0x0400 <= o <= 0x04FF else
-            "han" if 0x4E00 <= o <= 0x9FFF or 0x3400 <= o <= 0x4DBF else
-            "kana" if 0x3040 <= o <= 0x30FF else
-            "hangul" if 0xAC00 <= o <= 0xD7AF else
-            "arabic" if 0x0600 <= o <= 0x06FF else
-            "greek" if 0x0370 <= o <= 0x03FF else
-            "hebrew" if 0x0590 <= o <= 0x05FF else
-            "other"
-        )
-        counts[script] = counts.get(script, 0) + 1
-    script = max(counts, key=counts.__getitem__)
-    if script == "cyrillic":
-        return "Kazakh" if _KAZAKH_LETTERS & set(letters) else "Russian"
-    if counts.get("kana"):
-        return "Japanese"
-    return {"han": "Chinese", "hangul": "Korean", "arabic": "Arabic", "greek": "Greek",
-            "hebrew": "Hebrew"}.get(script, "the language of the question")
+    """The language name for the rule 'Answer in ...': the question's language as the
+    retriever detects it (:func:`citewise.retrieve.language.detect_language`, the one
+    detector), such as "Kazakh", "Russian", "Chinese" or "English"; "the language of the
+    question" when the letters do not tell (a Latin-script question with no English function
+    word may be French or German)."""
+    return language_name(detect_language(question)) or "the language of the question"
 
 
 def _defang(text: str) -> str:
