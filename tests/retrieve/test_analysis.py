@@ -43,3 +43,52 @@ def test_english_stemming_and_stop_words():
 
 def test_analyzed_text_is_space_joined_tokens():
     assert analyze("Red apples, red!") == "red appl red"
+
+
+# --- one analyzer per language: a question and a chunk that differ by inflection meet -------
+def _meet(question: str, chunk: str) -> set[str]:
+    return set(tokenize(question)) & set(tokenize(chunk))
+
+
+def test_russian_inflections_meet():
+    assert {"гарант", "срок"} <= _meet("Какой срок гарантии?", "Сроки гарантий указаны в договоре")
+
+
+def test_kazakh_inflections_meet_case_c14():
+    """Case C14: кітапхананың / кітапханаға / кітапхана are one term; Kazakh letters stay."""
+    assert tokenize("кітапхананың") == tokenize("кітапханаға") == tokenize("Кітапхана") == [
+        "кітапхана"]
+    assert "уақыт" in _meet("Кітапхананың жұмыс уақыты қандай?",
+                            "Кітапхана жұмыс уақыты: дүйсенбі-жұма 09:00-18:00")
+    assert {"республика", "заң"} <= _meet("Республиканың заңы туралы",
+                                          "Қазақстан Республикасының заңдары")
+    # upper case folds to the same Kazakh letters (Қ/Ү/І), none is split off or dropped
+    assert tokenize("КІТАПХАНАНЫҢ ЖҰМЫС УАҚЫТЫ") == tokenize("кітапхананың жұмыс уақыты")
+    assert all(set(t) & set("әғқңөұүһі") for t in tokenize("Ғылым Өнер Қоғам Ұлт Үкімет"))
+
+
+def test_kazakh_text_is_not_stemmed_as_russian():
+    # the Russian Snowball stemmer would cut these Kazakh words at the wrong place
+    assert tokenize("мектептерімізде") == ["мектеп"]
+    assert tokenize("кітабымен") == ["кітап"]  # б -> п: the stem-final voicing undone
+
+
+def test_chinese_segmentation_case_c12():
+    """Case C12: Chinese text is segmented into words, so a question's words match."""
+    assert {"退货", "期限"} <= _meet("退货期限是多久？", "本店的退货期限为收货后三十天内。")
+
+
+def test_english_stemming_meets():
+    assert {"refund", "request"} <= _meet("How do I request refunds?",
+                                          "Refund requests are processed within 30 days")
+
+
+def test_yo_is_folded_to_ye_in_russian_words():
+    assert tokenize("Всё решённое") == tokenize("все решенное")
+
+
+def test_the_language_argument_overrides_detection():
+    # the same Cyrillic word stemmed by each Cyrillic stemmer, and left whole without stemming
+    assert tokenize("заңдары", "kk") == ["заң"]
+    assert tokenize("законами", "ru") == ["закон"]
+    assert tokenize("законами", stem=False) == ["законами"]

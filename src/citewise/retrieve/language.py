@@ -10,8 +10,10 @@ Method, for a text of any length:
 1. Letters are counted per script. A Han character counts as 3 letters (a Chinese word is one
    or two characters where a Latin word is five or six letters), so a Chinese page with code
    samples is still Chinese.
-2. The script with the most weighted letters decides: Han is ``zh`` (``ja`` when any kana is
-   present), Hangul ``ko``, Arabic ``ar``, Greek ``el``, Hebrew ``he``.
+2. The non-Latin script with the most weighted letters decides when it has at least a fifth
+   of them (Latin letters are also those of code, URLs and loanwords, so a Russian page with a
+   code sample stays Russian), else Latin: Han is ``zh`` (``ja`` when any kana is present),
+   Hangul ``ko``, Arabic ``ar``, Greek ``el``, Hebrew ``he``.
 3. Cyrillic is ``kk`` or ``ru``. Kazakh writes nine letters Russian does not (ә ғ қ ң ө ұ ү һ
    і; they are about 10% of the letters of Kazakh prose); their share of the Cyrillic letters
    and two short lists of function words decide (:func:`_cyrillic_language`).
@@ -94,7 +96,13 @@ def detect_language(text: str) -> str:
             cyrillic.append(match.group())
     if not counts:
         return UNDETERMINED
-    script = max(counts, key=lambda s: (counts[s], s))
+    # Latin letters are also those of code, URLs and loanwords: another script present in at
+    # least a fifth of the (weighted) letters names the language
+    total = sum(counts.values())
+    others = [s for s in counts if s != "latin"]
+    script = max(others or counts, key=lambda s: (counts[s], s))
+    if script != "latin" and counts[script] < 0.2 * total:
+        script = "latin"
     if script in ("han", "kana"):
         return "ja" if counts["kana"] else "zh"
     if script in _SCRIPT_LANGUAGE:
