@@ -132,3 +132,48 @@ def test_dense_matrix_reloads_after_write(tmp_path):
     doc2, chunks2, vecs2 = make_doc("b", ["y"], [unit(0, 1)])
     store.upsert_document(doc2, chunks2, vecs2)
     assert [h.chunk_id for h in store.dense_search(unit(0, 1), 1)] == ["b-0"]
+
+
+def test_an_index_from_before_languages_is_re_analysed_by_reindex(tmp_path, make_engine):
+    """An index written by analyzer version 1 (schema m001, Russian stemming for all Cyrillic)
+    is migrated (m002), refused with a clear message, and `reindex` re-analyses its chunks in
+    place: Kazakh terms and chunk languages recomputed, vectors kept."""
+    from citewise.errors import AnalyzerMismatchError
+    from citewise.retrieve.analysis import ANALYZER_VERSION
+    from citewise.store.sqlite import m001_initial
+
+    engine = make_engine()
+    path = engine.settings.home / "index.sqlite3"
+    path.parent.mkdir(parents=True)
+    db = sqlite3.connect(path, isolation_level=None)
+    m001_initial(db)
+    db.execute("PRAGMA user_version = 1")
+    text = "Кітапхананың жұмыс уақыты: дүйсенбі-жұма"
+    vector = engine.embedder.embed_documents([text])[0]
+    db.execute("INSERT INTO documents VALUES ('d1', 'k.txt', '/abs/k.txt', 'k', 'text', 'h', 1, "
+               "NULL, '{}', '[]', 0, 'indexed', '')")
+    db.execute("INSERT INTO chunks (id, document_id, ordinal, text, source_text, char_start, "
+               "char_end, content_hash, token_count, terms, n_terms, vector) VALUES "
+               "('c1', 'd1', 0, ?, ?, 0, 40, 'ch', 5, 'кітапхананың жұмыс уақыты', 3, ?)",
+               (text, text, vector.astype("<f4").tobytes()))
+    db.execute("INSERT INTO meta VALUES ('embedding_model', ?), ('dimension', ?)",
+               (engine.embedder.name, str(engine.embedder.dim)))
+    db.close()
+
+    store = engine.store  # opening migrates to m002 and records analyzer version 1
+    assert store.stored_analyzer() == "1"
+    with pytest.raises(AnalyzerMismatchError, match="citewise reindex"):
+        engine.check_model()
+    with pytest.raises(AnalyzerMismatchError):  # ingesting into it is refused as well
+        engine.ingest([tmp_path / "missing.txt"])
+
+    report = engine.reindex()
+    assert report.count("updated") == 1
+    assert store.stored_analyzer() == ANALYZER_VERSION
+    engine.check_model()  # no longer raises
+    chunk, _ = store.get_chunks(["c1"])["c1"]
+    assert chunk.language == "kk"
+    assert {"кітапхана", "уақыт"} <= store.terms_of(["c1"])["c1"]
+    np.testing.assert_array_equal(store.vectors_of(["c1"])["c1"], vector)  # not re-embedded
+    hits = engine.search("Кітапханаға жұмыс уақыттары қандай?", mode="sparse").hits
+    assert [h.chunk_id for h in hits] == ["c1"]

@@ -9,7 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from citewise.errors import EmbeddingMismatchError
+from dataclasses import replace
+
+from citewise.errors import AnalyzerMismatchError, EmbeddingMismatchError
 from citewise.retrieve.analysis import analyze, tokenize
 from citewise.types import Chunk, Document
 
@@ -152,6 +154,35 @@ class StoreSuite:
         assert {d.collection for d in store.documents()} == {"hr", "public"}
         with pytest.raises(ValueError, match="collections"):
             store.dense_search(unit(1), 5, {"collections": "public"})
+
+    def test_chunk_language_round_trips_and_filters_both_legs(self, store):
+        doc, chunks, vecs = make_doc("l.txt", ["срок гарантии", "warranty period"],
+                                     [unit(1), unit(1)])
+        chunks = [replace(chunks[0], language="ru"), replace(chunks[1], language="en")]
+        store.bind_model("test-model", DIM)
+        store.upsert_document(doc, chunks, vecs, [analyze(c.text) for c in chunks])
+        assert store.languages() == {"ru": 1, "en": 1}
+        loaded = store.get_chunks(["l.txt-0", "l.txt-1"])
+        assert loaded["l.txt-0"][0].language == "ru"
+        assert [c.language for c in store.export(doc.id)[0]] == ["ru", "en"]
+        ru = {"language": "ru"}
+        assert [h.chunk_id for h in store.dense_search(unit(1), 5, ru)] == ["l.txt-0"]
+        assert store.sparse_search(tokenize("warranty"), 5, ru) == []
+        assert [h.chunk_id for h in store.sparse_search(tokenize("гарантия"), 5, ru)] == [
+            "l.txt-0"]
+
+    def test_analyzer_version_is_recorded_and_a_mismatch_refused(self, store):
+        assert store.stored_analyzer() is None
+        store.bind_analyzer("2")
+        self.add(store, "a.txt", ["text"])
+        store.bind_analyzer("2")  # the same version: fine
+        assert store.stored_analyzer() == "2"
+        with pytest.raises(AnalyzerMismatchError, match="citewise reindex"):
+            store.bind_analyzer("3")
+        store.bind_analyzer("3", force=True)  # after re-analysing every chunk
+        assert store.stored_analyzer() == "3"
+        store.clear()
+        assert store.stored_analyzer() is None
 
     def test_shape_mismatch_is_rejected(self, store):
         doc, chunks, vecs = make_doc("s.txt", ["a", "b"])
