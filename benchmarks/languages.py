@@ -1,84 +1,116 @@
-"""BM25 stemmer comparison on the Kazakh (or Russian) legal QA set: no stemming vs Snowball
-Russian vs citewise's Kazakh suffix stemmer vs the shipped analysis (stemmer chosen by the
-detected language).
+"""BM25 with each text analysis on the language datasets: no stemming, Snowball Russian for all
+Cyrillic, citewise's Kazakh suffix stemmer for all Cyrillic, and the shipped analysis (the
+stemmer chosen by each chunk's and each question's detected language).
 
-The chunks are those of the eval index that ``citewise eval kazakh-legal`` (or ``ru-legal``)
-built and cached under ``$CITEWISE_HOME/eval/`` for ``--model`` (run that first); each variant
-re-analyses their text (title, section and chunk text, as ingest does) into its own BM25-only
-SQLite index next to it, and queries are analysed the same way. Ranking is pure BM25
-(:meth:`SQLiteStore.sparse_search`, Lucene BM25 k1=0.9 b=0.4, top 100 chunks), turned into a
-document ranking by each document's best chunk, as ``citewise eval`` does.
+Datasets (loaded as ``citewise eval`` loads them): ``kazakh_legal_qa`` and ``ru_legal_qa``
+folders (:mod:`citewise.eval.legal`) or an XQuAD ``xquad.<lang>.json`` file. Documents are
+chunked as ``citewise ingest`` chunks them, with the token counts of ``--tokenizer``'s
+embedding model (``use`` by default: the multilingual model's chunk size), but nothing is
+embedded: each variant writes the analysed chunks into its own BM25-only SQLite index and
+ranks with :meth:`SQLiteStore.sparse_search` (Lucene BM25, k1=0.9, b=0.4, the top 100 chunks),
+turned into a document ranking by each document's best chunk, as ``citewise eval`` does.
 
     CITEWISE_HOME=/tmp/lang/home python benchmarks/languages.py \
-        ../shared/datasets/kazakh_legal_qa --model use
+        ../shared/datasets/kazakh_legal_qa --variants none,russian,kazakh,detected
 
-Prints one JSON row per variant: recall@6, nDCG@10, MRR@10, recall@100 and the index's
-distinct-term count (a smaller vocabulary means more inflections conflated).
+Prints one JSON row per variant: recall@6, nDCG@10, MRR@10, recall@100, the number of
+queries, and the index's distinct-term count (fewer terms: more inflections conflated).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
 from citewise.config import Settings
+from citewise.eval.datasets import BeirDataset, load_squad_retrieval
 from citewise.eval.legal import load_kazakh_legal, load_ru_legal
 from citewise.eval.metrics import evaluate
-from citewise.ingest.chunking import embedding_text
+from citewise.eval.run import _parsed
+from citewise.ingest.chunking import chunk_document, embedding_text
+from citewise.ingest.pipeline import PREFIX_TOKENS
 from citewise.retrieve.analysis import tokenize
+from citewise.retrieve.embedding import load_embedder
+from citewise.retrieve.language import detect_language
 from citewise.store.sqlite import SQLiteStore
+from citewise.types import Document
 
 VARIANTS: dict[str, Callable[[str], list[str]]] = {
     "none": lambda text: tokenize(text, stem=False),
     "russian": lambda text: tokenize(text, "ru"),
     "kazakh": lambda text: tokenize(text, "kk"),
-    "detected (shipped)": tokenize,
+    "detected": tokenize,  # what citewise ships
 }
+
+
+def load(path: Path) -> BeirDataset:
+    if path.suffix == ".json":
+        return load_squad_retrieval(path)
+    return load_ru_legal(path) if "ru_legal" in path.name else load_kazakh_legal(path)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("dataset", type=Path, help="kazakh_legal_qa or ru_legal_qa folder")
-    parser.add_argument("--model", default="use", help="whose cached eval index to reuse")
+    parser.add_argument("dataset", type=Path, help="kazakh_legal_qa or ru_legal_qa folder, or "
+                                                   "an xquad.<lang>.json file")
+    parser.add_argument("--tokenizer", default="use", help="model whose tokens size the chunks")
+    parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument("--queries", type=int, default=0, help="first N queries by id (0: all)")
     args = parser.parse_args()
     settings = Settings()
-    loader = load_ru_legal if "ru_legal" in args.dataset.name else load_kazakh_legal
-    dataset = loader(args.dataset)
+    dataset = load(args.dataset)
+    queries = dict(sorted(dataset.queries.items())[: args.queries or None])
+    qrels = {q: dataset.qrels[q] for q in queries}
+    embedder = load_embedder(args.tokenizer, settings.threads)
+    max_tokens = max(16, min(settings.chunk_tokens, embedder.max_tokens) - PREFIX_TOKENS)
+    started = time.perf_counter()
+    chunked = []
+    for doc in dataset.corpus.values():
+        parsed = _parsed(doc.title, doc.text)
+        chunks = chunk_document(doc.id, parsed, embedder.count_tokens, max_tokens,
+                                settings.chunk_overlap)
+        document = Document(id=doc.id, path=doc.id, source_path=f"dataset:{doc.id}",
+                            title=doc.title, format="beir", content_hash=doc.id,
+                            chunk_count=len(chunks))
+        chunked.append((document, chunks, [embedding_text(doc.title, c) for c in chunks]))
+    n_chunks = sum(len(c) for _, c, _ in chunked)
+    print(json.dumps({"dataset": dataset.name, "documents": len(chunked), "chunks": n_chunks,
+                      "queries": len(queries), "chunk_tokens": max_tokens,
+                      "chunking_s": round(time.perf_counter() - started, 1)}), flush=True)
     folder = settings.home / "eval"
-    safe = "".join(ch if ch.isalnum() else "_" for ch in args.model)[-40:]
-    source_path = folder / (f"{dataset.name}-{safe}-{settings.chunk_tokens}-"
-                            f"{settings.chunk_overlap}.sqlite3")
-    if not source_path.exists():
-        raise SystemExit(f"{source_path} not found: run `citewise eval` on {args.dataset} with "
-                         f"--models {args.model} first")
-    source = SQLiteStore(source_path)
-    exported = [(doc, source.export(doc.id)[0]) for doc in source.documents()]
-    for name, analyse in VARIANTS.items():
-        slug = name.split()[0]
-        path = folder / f"{dataset.name}-bm25-{slug}.sqlite3"
-        path.unlink(missing_ok=True)
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in args.variants.split(","):
+        analyse = VARIANTS[name]
+        path = folder / f"{dataset.name}-bm25-{name}.sqlite3"
+        for stale in folder.glob(f"{path.name}*"):
+            stale.unlink()
         store = SQLiteStore(path)
-        for doc, chunks in exported:
-            terms = [" ".join(analyse(embedding_text(doc.title, c))) for c in chunks]
-            store.upsert_document(doc, chunks, np.zeros((len(chunks), 1), np.float32), terms)
+        for document, chunks, texts in chunked:
+            terms = [" ".join(analyse(t)) for t in texts]
+            store.upsert_document(document, chunks, np.zeros((len(chunks), 1), np.float32), terms)
         run = {}
-        for qid, question in dataset.queries.items():
+        for qid, question in queries.items():
             hits = store.sparse_search(analyse(question), 100)
-            ids = store.get_chunks([h.chunk_id for h in hits])
-            run[qid] = list(dict.fromkeys(ids[h.chunk_id][0].document_id for h in hits))
-        scores = evaluate(run, dataset.qrels, ks=(6, 10, 100))
+            loaded = store.get_chunks([h.chunk_id for h in hits])
+            run[qid] = list(dict.fromkeys(loaded[h.chunk_id][0].document_id for h in hits))
+        scores = evaluate(run, qrels, ks=(6, 10, 100))
         vocabulary = store.db.execute("SELECT count(*) FROM chunks_vocab").fetchone()[0]
-        print(json.dumps({"variant": name, "queries": len(dataset.queries),
-                          **{k: round(scores[k], 3) for k in
-                             ("recall@6", "nDCG@10", "MRR@10", "recall@100")},
-                          "distinct_terms": vocabulary}, ensure_ascii=False), flush=True)
+        languages: dict[str, int] = {}
+        for question in queries.values():
+            code = detect_language(question)
+            languages[code] = languages.get(code, 0) + 1
+        print(json.dumps({"variant": name, **{k: round(scores[k], 3) for k in
+                                              ("recall@6", "nDCG@10", "MRR@10", "recall@100")},
+                          "distinct_terms": vocabulary, "question_languages": languages},
+                         ensure_ascii=False), flush=True)
         store.close()
-        path.unlink()
-    source.close()
+        for stale in folder.glob(f"{path.name}*"):
+            stale.unlink()
 
 
 if __name__ == "__main__":
