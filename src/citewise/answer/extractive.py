@@ -18,6 +18,7 @@ from collections.abc import Iterator, Sequence
 from citewise.answer.answerer import NOT_FOUND
 from citewise.ingest.chunking import sentences
 from citewise.retrieve.analysis import tokenize
+from citewise.retrieve.language import detect_language
 from citewise.retrieve.embedding import Embedder
 from citewise.types import Answer, DoneEvent, Event, Evidence, StatusEvent, TokenEvent
 
@@ -99,13 +100,16 @@ class ExtractiveAnswerer:
         t0 = time.perf_counter()
         if not evidence:
             return Answer(question, NOT_FOUND, (), found=False, mode="extractive")
-        terms = list(dict.fromkeys(tokenize(question)))
+        language = detect_language(question)
+        terms = list(dict.fromkeys(tokenize(question, language)))
         pool: list[tuple[int, str]] = []
         for rank, ev in enumerate(evidence):
             pool.extend((rank, s) for s in _candidates(ev))
         if not pool:
             return Answer(question, NOT_FOUND, (), found=False, mode="extractive")
-        pool_terms = [set(tokenize(s)) for _, s in pool]
+        # sentences analysed as the question is (a short Kazakh sentence may hold no
+        # Kazakh-only letter, and must still be stemmed as Kazakh to meet the question)
+        pool_terms = [set(tokenize(s, language)) for _, s in pool]
         # a term's weight in a sentence of evidence i: its collection IDF times its IDF within
         # that evidence's document, so a name found all over the document (the party the
         # question uses to pick the document) does not decide which sentence answers

@@ -76,14 +76,14 @@ def _cut(text: str, budget: int, count_tokens: Callable[[str], int]) -> str:
 
 
 def _window(text: str, question_terms: set[str], budget: int,
-            count_tokens: Callable[[str], int]) -> str:
+            count_tokens: Callable[[str], int], language: str | None = None) -> str:
     """The run of consecutive sentences of ``text`` within ``budget`` tokens that holds the
     most distinct question terms (ties: the earliest); ``text`` itself when it fits."""
     if count_tokens(text) <= budget:
         return text
     sents = sentences(text)
     costs = [count_tokens(x) for x in sents]
-    terms = [set(tokenize(x)) & question_terms for x in sents]
+    terms = [set(tokenize(x, language)) & question_terms for x in sents]
     best, best_key = (0, 0), (-1, 0)
     for i in range(len(sents)):
         used, have, j = 0, set(), i
@@ -109,10 +109,11 @@ def evidence_block(evidence: Sequence[Evidence], budget_tokens: int,
     if not evidence:
         return "<evidence>\n</evidence>"
     share = max(budget_tokens // len(evidence), 64)
-    q_terms = set(tokenize(question))
+    language = detect_language(question)
+    q_terms = set(tokenize(question, language))
     parts = []
     for ev in evidence:
-        text = _defang(_window(ev.chunk.text.strip(), q_terms, share, count_tokens))
+        text = _defang(_window(ev.chunk.text.strip(), q_terms, share, count_tokens, language))
         parts.append(f'[{ev.citation.n}] <passage source="{_source(ev)}">\n{text}\n</passage>')
     return "<evidence>\n" + "\n".join(parts) + "\n</evidence>"
 
