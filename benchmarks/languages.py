@@ -48,10 +48,10 @@ VARIANTS: dict[str, Callable[[str], list[str]]] = {
 }
 
 
-def load(path: Path) -> BeirDataset:
+def load(path: Path, max_chars: int = 0) -> BeirDataset:
     if path.suffix == ".json":
         return load_squad_retrieval(path)
-    return load_ru_legal(path) if "ru_legal" in path.name else load_kazakh_legal(path)
+    return load_ru_legal(path) if "ru_legal" in path.name else load_kazakh_legal(path, max_chars)
 
 
 def main() -> None:
@@ -61,9 +61,11 @@ def main() -> None:
     parser.add_argument("--tokenizer", default="use", help="model whose tokens size the chunks")
     parser.add_argument("--variants", default=",".join(VARIANTS))
     parser.add_argument("--queries", type=int, default=0, help="first N queries by id (0: all)")
+    parser.add_argument("--max-chars", type=int, default=0,
+                        help="kazakh_legal_qa: keep the first N characters of each document")
     args = parser.parse_args()
     settings = Settings()
-    dataset = load(args.dataset)
+    dataset = load(args.dataset, args.max_chars)
     queries = dict(sorted(dataset.queries.items())[: args.queries or None])
     qrels = {q: dataset.qrels[q] for q in queries}
     embedder = load_embedder(args.tokenizer, settings.threads)

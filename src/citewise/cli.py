@@ -450,11 +450,13 @@ def eval_kazakh_legal(
     path: Annotated[Path, typer.Argument(help="The kazakh_legal_qa folder (corpus.jsonl, "
                                               "questions.dev.json).")],
     models: ModelsOpt = "", queries: QueriesOpt = 0, fmt: FormatOpt = OutputFormat.text,
+    max_chars: Annotated[int, typer.Option(
+        help="Index only the first N characters of each document (0 = all).")] = 0,
 ) -> None:
     """Retrieval on the Kazakh legal QA set (recall@6 as in its paper; documents as units)."""
     from citewise.eval.legal import load_kazakh_legal
 
-    _evaluate(lambda: load_kazakh_legal(path), models, queries, fmt)
+    _evaluate(lambda: load_kazakh_legal(path, max_chars), models, queries, fmt)
 
 
 @eval_app.command("ru-legal")

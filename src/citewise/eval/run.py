@@ -17,6 +17,7 @@ from typing import Any
 from citewise.config import Fusion, SearchMode, Settings
 from citewise.eval.datasets import BeirDataset
 from citewise.eval.metrics import evaluate
+from citewise.ingest.parsers.text import paragraph_spans
 from citewise.ingest.pipeline import Ingestor
 from citewise.retrieve.analysis import ANALYZER_VERSION
 from citewise.retrieve.embedding import load_embedder
@@ -31,9 +32,16 @@ DEPTH = 100
 
 
 def _parsed(title: str, text: str) -> ParsedDocument:
-    block = Block(BlockKind.PARAGRAPH, text, 0, len(text))
-    return ParsedDocument(text=text, blocks=(block,) if text.strip() else (), format="beir",
-                          title=title)
+    """A corpus document as parsed text: one paragraph block per run of non-blank lines, as
+    the ``.txt`` parser makes them (a text without blank lines, such as an abstract, is one
+    block), so a long legal act is chunked like the file ``citewise ingest`` would read."""
+    spans = paragraph_spans(text)
+    if len(spans) <= 1:
+        blocks = (Block(BlockKind.PARAGRAPH, text, 0, len(text)),) if text.strip() else ()
+    else:
+        blocks = tuple(Block(BlockKind.PARAGRAPH, text[s:e], s, e, line_start=a, line_end=b)
+                       for s, e, a, b in spans)
+    return ParsedDocument(text=text, blocks=blocks, format="beir", title=title)
 
 
 def build_index(dataset: BeirDataset, settings: Settings, model: str, folder: Path,
