@@ -101,3 +101,20 @@ def test_routing_can_be_switched_off(fastapi_engine):
     retriever = fastapi_engine.retriever
     settings = retriever.settings.model_copy(update={"language_routing": False})
     assert Retriever(settings, retriever.store, retriever.embedder).routing_language("ru") is None
+
+
+# --- cases C12 and C14 end to end: the BM25 leg finds the right file -------------------------
+@pytest.mark.parametrize(("folder", "question", "expected"), [
+    ("c14_kazakh", "Кітапхананың жұмыс уақыты қандай?", "kitaphana"),
+    ("c14_kazakh", "Сенбі күні кітапхана ашық па?", "kitaphana"),
+    ("c12_chinese", "退货期限是多久？", "退货政策.md"),
+    ("c12_chinese", "仓库负责什么？", "lines.txt"),
+])
+def test_bm25_finds_kazakh_and_chinese_answers(engine, folder, question, expected):
+    from tests.conftest import CASES
+
+    engine.ingest([CASES / folder])
+    hits = engine.search(question, mode="sparse", top_k=3, min_score=0.0).hits
+    assert hits and hits[0].sparse > 0
+    assert hits[0].document.path.split("/")[-1].startswith(expected)
+    assert all("distractor" not in h.document.path for h in hits[:1])
