@@ -82,7 +82,7 @@ def test_m002_puts_the_documents_of_an_older_index_in_the_default_collection(tmp
     db.close()
     store = SQLiteStore(path)
     assert [(d.id, d.collection) for d in store.documents()] == [("d", "default")]
-    assert store.db.execute("PRAGMA user_version").fetchone()[0] == 2
+    assert store.db.execute("PRAGMA user_version").fetchone()[0] == 3  # m002, then m003
 
 
 def test_reader_sees_old_or_new_version_while_writer_replaces(tmp_path):
