@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from citewise.config import SearchMode, Settings
-from citewise.eval.datasets import BeirDataset, load_beir, load_squad_retrieval
+from citewise.eval.datasets import BeirDataset, first_documents, load_beir, load_squad_retrieval
 from citewise.eval.metrics import evaluate
 from citewise.eval.run import build_index
 from citewise.retrieve.fusion import fuse
@@ -177,11 +177,17 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--no-latency", action="store_true")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--corpus-docs", type=int, default=0,
+                    help="SciFact: only the first N abstracts (datasets.first_documents)")
     ap.add_argument("--write-subset", type=Path, help="write the test subset's ids and exit")
     args = ap.parse_args()
     settings = Settings()
+
+    def scifact(split: str) -> BeirDataset:
+        ds = load_beir(args.scifact, split=split)
+        return first_documents(ds, args.corpus_docs) if args.corpus_docs else ds
     if args.write_subset:
-        write_subset(args.write_subset, load_beir(args.scifact), settings, 30, 10)
+        write_subset(args.write_subset, scifact("test"), settings, 30, 10)
         return
     models = {}
     for spec in args.model:
@@ -196,10 +202,10 @@ def main() -> None:
                  "quality": [], "latency": []}
     t_start = time.perf_counter()
     if args.dev:
-        dev = dev_split(load_beir(args.scifact, split="train"), args.dev)
+        dev = dev_split(scifact("train"), args.dev)
         out["quality"] += quality("scifact train-dev", dev, settings, cached, candidates, weights)
     if not args.no_test:
-        test = load_beir(args.scifact, split="test")
+        test = scifact("test")
         out["quality"] += quality("scifact test", test, settings, cached, candidates, weights)
     for path in args.xquad:
         held = xquad_split(load_squad_retrieval(path), held_out=True)
@@ -208,7 +214,7 @@ def main() -> None:
     out["rerank_pairs"] = {k: {"pairs": c.pairs, "seconds": round(c.seconds, 1)}
                            for k, c in cached.items()}
     if not args.no_latency and models:
-        out["latency"] = latency(load_beir(args.scifact, split="test"), settings, models,
+        out["latency"] = latency(scifact("test"), settings, models,
                                  args.latency_queries, args.repeats)
     out["seconds"] = round(time.perf_counter() - t_start)
     print("| dataset | run | nDCG@10 | recall@10 | recall@100 | MRR@10 |")

@@ -487,6 +487,8 @@ def train_reranker(
     dev_queries: Annotated[int, typer.Option(
         min=0, help="SciFact train queries (last by id) kept out for development.")] = 0,
     max_queries: Annotated[int, typer.Option(min=0, help="At most N questions per source (0 = all).")] = 0,
+    corpus_docs: Annotated[int, typer.Option(
+        min=0, help="SciFact: index only the first N abstracts (0 = all 5,183).")] = 0,
     max_length: Annotated[int, typer.Option(min=16, max=512, help="Longest pair, in tokens.")] = 256,
     batch_size: Annotated[int, typer.Option(min=1)] = 16,
     epochs: Annotated[int, typer.Option(min=1)] = 1,
@@ -519,8 +521,8 @@ def train_reranker(
             update = update or _plain_progress
             if scifact:
                 examples += data.scifact_examples(scifact, settings, negatives, dev_queries,
-                                                  max_queries, update)
-                sources.append(f"scifact train (dev {dev_queries})")
+                                                  max_queries, corpus_docs, update)
+                sources.append(f"scifact train (dev {dev_queries}, corpus {corpus_docs or 'all'})")
             for path in xquad or []:
                 examples += data.xquad_examples(path, settings, negatives, max_queries, update)
                 sources.append(f"{path.name} train articles")

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from citewise.config import SearchMode, Settings
 from citewise.errors import ConfigError
-from citewise.eval.datasets import BeirDataset, load_beir, load_squad_retrieval
+from citewise.eval.datasets import BeirDataset, first_documents, load_beir, load_squad_retrieval
 from citewise.retrieve.rerank import passage_text
 from citewise.retrieve.retriever import Retriever
 from citewise.store.base import Store
@@ -125,13 +125,18 @@ def dataset_examples(dataset: BeirDataset, retriever: Retriever, negatives: int,
 
 
 def scifact_examples(path: str | Path, settings: Settings, negatives: int = 3,
-                     dev_queries: int = 0, max_queries: int = 0,
+                     dev_queries: int = 0, max_queries: int = 0, corpus_docs: int = 0,
                      progress: ProgressFn | None = None) -> list[Example]:
     """Examples from SciFact's *train* qrels, negatives mined over the whole SciFact corpus
     (the index is built once and cached under ``$CITEWISE_HOME/eval/``, shared with
     ``citewise eval beir``). The last ``dev_queries`` query ids (sorted) are left out, and at
-    most ``max_queries`` are used (0 = all). Raises ConfigError for a malformed dataset."""
-    dataset = training_split(load_beir(path, split="train"), dev_queries)
+    most ``max_queries`` are used (0 = all). With ``corpus_docs``, only the first that many
+    abstracts form the corpus (:func:`~citewise.eval.datasets.first_documents`), for machines
+    where indexing all 5,183 takes too long. Raises ConfigError for a malformed dataset."""
+    dataset = load_beir(path, split="train")
+    if corpus_docs:
+        dataset = first_documents(dataset, corpus_docs)
+    dataset = training_split(dataset, dev_queries)
     if max_queries:
         keep = sorted(dataset.queries)[:max_queries]
         dataset = BeirDataset(dataset.name, dataset.corpus, {q: dataset.queries[q] for q in keep},

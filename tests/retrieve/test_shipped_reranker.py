@@ -1,0 +1,69 @@
+"""The reranker shipped with citewise (``CITEWISE_RERANKER_MODEL=bundled``).
+
+Quality is checked on held-out data: 30 SciFact *test* queries (training used the train
+qrels only), drawn with ``random.Random(0)``, over a corpus of hard candidates: the top 10
+documents citewise's default pipeline ranks for each of them over the full SciFact corpus,
+plus every judged document. The ids are in ``data/scifact_rerank_subset.json``, written by
+``python benchmarks/reranker.py --scifact ../shared/datasets/scifact --write-subset ...``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from citewise.config import Settings
+from citewise.eval.datasets import BeirDataset, load_beir
+from citewise.eval.run import run_dataset
+from citewise.retrieve.rerank import BUNDLED, BUNDLED_FILE, OnnxReranker, load_reranker
+from tests.conftest import DATASETS
+
+SUBSET = Path(__file__).parent / "data" / "scifact_rerank_subset.json"
+
+
+def test_the_shipped_file_is_small_and_loads_offline(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert BUNDLED_FILE.is_file() and BUNDLED_FILE.stat().st_size < 30 * 2**20
+    reranker = load_reranker(BUNDLED)
+    assert isinstance(reranker, OnnxReranker) and reranker.name == str(BUNDLED_FILE)
+    assert reranker.max_length == 256
+    scores = reranker.score("Does aspirin reduce the risk of heart attack?", [
+        "Aspirin\nDaily low-dose aspirin lowered the rate of myocardial infarction in adults.",
+        "Volcanoes\nBasaltic lava flows cool into columnar joints.",
+    ])
+    assert scores.dtype == np.float32 and scores.shape == (2,)
+    assert scores[0] > scores[1]
+
+
+def test_scores_do_not_depend_on_batching_or_order():
+    reranker = load_reranker(BUNDLED)
+    passages = [f"passage {i} about " + "cells " * (i * 7) for i in range(40)]
+    one_by_one = np.array([reranker.score("cell growth", [p])[0] for p in passages])
+    together = reranker.score("cell growth", passages)
+    np.testing.assert_allclose(together, one_by_one, atol=1e-4)
+    assert reranker.score("q", []).shape == (0,)
+
+
+@pytest.fixture(scope="module")
+def rows(tmp_path_factory):
+    ids = json.loads(SUBSET.read_text())
+    full = load_beir(DATASETS / "scifact")
+    dataset = BeirDataset(
+        "scifact-rerank-subset", {d: full.corpus[d] for d in ids["documents"]},
+        {q: full.queries[q] for q in ids["queries"]}, {q: full.qrels[q] for q in ids["queries"]})
+    settings = Settings(home=tmp_path_factory.mktemp("home"), reranker_model=BUNDLED)
+    return {r["run"]: r for r in run_dataset(dataset, settings, [settings.embedding_model])}
+
+
+def test_the_shipped_reranker_improves_ndcg_over_the_fusion_alone(rows):
+    fusion = rows["pipeline:minilm:weighted"]
+    reranked = rows["hybrid:minilm:weighted+rerank"]
+    assert reranked["queries"] == fusion["queries"] == 30
+    assert reranked["nDCG@10"] >= fusion["nDCG@10"] + MIN_GAIN, (reranked, fusion)
+
+
+# measured: see the test's figures in docs/benchmarks.md (reranker section)
+MIN_GAIN = 0.02
