@@ -156,9 +156,11 @@ def write_subset(path: Path, dataset: BeirDataset, settings: Settings, n: int, d
         docs.update(doc_ranking(retriever.rank(dataset.queries[q], k=DEPTH, rerank=False))[:depth])
         docs.update(d for d in dataset.qrels[q] if d in dataset.corpus)
     store.close()
-    path.write_text(json.dumps({"about": f"SciFact test: {n} queries drawn with random.Random"
-                                         f"({seed}); corpus = top {depth} pipeline documents "
-                                         "of each + judged documents",
+    path.write_text(json.dumps({"about": f"SciFact test queries answered in the first "
+                                         f"{len(dataset.corpus)} abstracts: {n} drawn with "
+                                         f"random.Random({seed}); corpus = top {depth} pipeline "
+                                         "documents of each over those abstracts + judged "
+                                         "documents",
                                 "queries": queries, "documents": sorted(docs)}, indent=0) + "\n")
 
 

@@ -1,10 +1,12 @@
 """The reranker shipped with citewise (``CITEWISE_RERANKER_MODEL=bundled``).
 
 Quality is checked on held-out data: 30 SciFact *test* queries (training used the train
-qrels only), drawn with ``random.Random(0)``, over a corpus of hard candidates: the top 10
-documents citewise's default pipeline ranks for each of them over the full SciFact corpus,
-plus every judged document. The ids are in ``data/scifact_rerank_subset.json``, written by
-``python benchmarks/reranker.py --scifact ../shared/datasets/scifact --write-subset ...``.
+qrels only), drawn with ``random.Random(0)`` among those answered in the first 1,329
+abstracts, over a corpus of hard candidates: the top 10 documents citewise's default pipeline
+ranks for each of them over those abstracts, plus every judged document (247 in all). The
+ids are in ``data/scifact_rerank_subset.json``, written by ``python benchmarks/reranker.py
+--scifact ../shared/datasets/scifact --corpus-docs 1329 --write-subset ...``. The top 10
+fused candidates of each query are reranked (``rerank_candidates=10``), to keep the test short.
 """
 
 from __future__ import annotations
@@ -54,7 +56,8 @@ def rows(tmp_path_factory):
     dataset = BeirDataset(
         "scifact-rerank-subset", {d: full.corpus[d] for d in ids["documents"]},
         {q: full.queries[q] for q in ids["queries"]}, {q: full.qrels[q] for q in ids["queries"]})
-    settings = Settings(home=tmp_path_factory.mktemp("home"), reranker_model=BUNDLED)
+    settings = Settings(home=tmp_path_factory.mktemp("home"), reranker_model=BUNDLED,
+                        rerank_candidates=10)
     return {r["run"]: r for r in run_dataset(dataset, settings, [settings.embedding_model])}
 
 
