@@ -106,7 +106,7 @@ def quality(name: str, dataset: BeirDataset, settings: Settings, models: dict[st
 
 
 def latency(dataset: BeirDataset, settings: Settings, models: dict[str, Reranker],
-            n_queries: int, repeats: int) -> list[dict]:
+            n_queries: int, repeats: int, sizes: Sequence[int] = (30, 100)) -> list[dict]:
     store, embedder = build_index(dataset, settings, settings.embedding_model,
                                   settings.home / "eval")
     retriever = Retriever(settings, store, embedder)
@@ -119,10 +119,11 @@ def latency(dataset: BeirDataset, settings: Settings, models: dict[str, Reranker
                             for h in hits if h.chunk is not None and h.document is not None]))
     store.close()
     rows = []
-    for n in (30, 100):
+    for model in models.values():
+        model.score(work[0][0], work[0][1][:30])  # warm-up (first-call allocations)
+    for n in sizes:
         base = None
         for label, model in models.items():
-            model.score(work[0][0], work[0][1][:n])  # warm-up
             per_query = []
             for query, passages in work:
                 times = []
@@ -178,6 +179,7 @@ def main() -> None:
     ap.add_argument("--latency-queries", type=int, default=10)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--no-latency", action="store_true")
+    ap.add_argument("--latency-pairs", default="30,100", help="pair counts timed")
     ap.add_argument("--json", type=Path)
     ap.add_argument("--corpus-docs", type=int, default=0,
                     help="SciFact: only the first N abstracts (datasets.first_documents)")
@@ -216,8 +218,8 @@ def main() -> None:
     out["rerank_pairs"] = {k: {"pairs": c.pairs, "seconds": round(c.seconds, 1)}
                            for k, c in cached.items()}
     if not args.no_latency and models:
-        out["latency"] = latency(scifact("test"), settings, models,
-                                 args.latency_queries, args.repeats)
+        out["latency"] = latency(scifact("test"), settings, models, args.latency_queries,
+                                 args.repeats, [int(n) for n in args.latency_pairs.split(",")])
     out["seconds"] = round(time.perf_counter() - t_start)
     print("| dataset | run | nDCG@10 | recall@10 | recall@100 | MRR@10 |")
     print("|---|---|---|---|---|---|")
