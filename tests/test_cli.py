@@ -27,7 +27,8 @@ def run(*args: str):
 
 
 @pytest.mark.parametrize("command", [[], ["ingest"], ["ask"], ["chat"], ["search"], ["status"],
-                                     ["reindex"], ["migrate"], ["scan"], ["eval"], ["eval", "beir"]])
+                                     ["reindex"], ["migrate"], ["scan"], ["eval"], ["eval", "beir"],
+                                     ["train-reranker"]])
 def test_every_command_has_help(command):
     result = run(*command, "--help")
     assert result.exit_code == 0

@@ -1,5 +1,5 @@
 """The ``citewise`` command line (Typer): ingest, ask, chat, serve, search, status, reindex,
-migrate, scan, eval."""
+migrate, scan, eval, train-reranker."""
 
 from __future__ import annotations
 
@@ -81,6 +81,12 @@ def _errors() -> Iterator[None]:
                 f"{escape(e['msg'])}, got {escape(repr(e.get('input')))}"
             )
         raise typer.Exit(2) from None
+
+
+def _plain_progress(item: str, done: int, total: int) -> None:
+    """Progress as an occasional stderr line, for logs (every 5 % of a known total)."""
+    if total and (done == total or done % max(1, total // 20) == 0):
+        print(f"{item}: {done}/{total}", file=sys.stderr, flush=True)
 
 
 @contextmanager
@@ -496,6 +502,79 @@ def _print_eval(rows: list[dict[str, Any]], fmt: OutputFormat) -> None:
                                                           "MRR@10", "hit@10")),
                       f"{r['ms_per_query']:.1f}")
     console.print(table)
+
+
+@app.command("train-reranker")
+def train_reranker(
+    out: Annotated[Path, typer.Argument(help="The .onnx file to write (int8 unless --no-quantize).")],
+    scifact: Annotated[Path | None, typer.Option(
+        help="SciFact BEIR folder: its qrels/train.tsv (never test) are used.")] = None,
+    xquad: Annotated[list[Path] | None, typer.Option(
+        help="XQuAD .json file (repeatable): the training articles are used.")] = None,
+    jsonl: Annotated[list[Path] | None, typer.Option(
+        help='Your own examples (repeatable): one {"query", "positive": [...], '
+             '"negative": [...]} a line; chunk ids of the index or passage texts.')] = None,
+    lora: Annotated[bool, typer.Option("--lora/--full",
+                                       help="LoRA adapters over a frozen base, or full fine-tuning.")] = False,
+    negatives: Annotated[int, typer.Option(min=1, help="Hard negatives per question.")] = 3,
+    dev_queries: Annotated[int, typer.Option(
+        min=0, help="SciFact train queries (last by id) kept out for development.")] = 0,
+    max_queries: Annotated[int, typer.Option(min=0, help="At most N questions per source (0 = all).")] = 0,
+    corpus_docs: Annotated[int, typer.Option(
+        min=0, help="SciFact: index only the first N abstracts (0 = all 5,183).")] = 0,
+    max_length: Annotated[int, typer.Option(min=16, max=512, help="Longest pair, in tokens.")] = 256,
+    batch_size: Annotated[int, typer.Option(min=1)] = 16,
+    epochs: Annotated[int, typer.Option(min=1)] = 1,
+    lr: Annotated[float, typer.Option(min=0.0, help="Learning rate (0 = 5e-5 full, 5e-4 LoRA).")] = 0.0,
+    max_steps: Annotated[int, typer.Option(min=0, help="Stop after N steps (0 = epochs).")] = 0,
+    seed: Annotated[int, typer.Option(help="Seed of the head, the shuffling and dropout.")] = 0,
+    quantize: Annotated[bool, typer.Option(help="Dynamic int8 quantisation of the export.")] = True,
+    fp32_out: Annotated[Path | None, typer.Option(help="Also keep the fp32 .onnx here.")] = None,
+    save_torch: Annotated[Path | None, typer.Option(
+        help="Also save the PyTorch model folder here (a sentence-transformers CrossEncoder).")] = None,
+) -> None:
+    """Fine-tune a cross-encoder reranker from the bundled all-MiniLM-L6-v2 on (question,
+    positive, hard negatives) examples and export it to ONNX; use it with
+    CITEWISE_RERANKER_MODEL=OUT."""
+    from citewise.train import data
+    from citewise.train.reranker import TrainConfig, train_reranker as train
+
+    with _errors():
+        if not (scifact or xquad or jsonl):
+            raise ConfigError("give training data: --scifact, --xquad and/or --jsonl")
+        settings = Settings()
+        config = TrainConfig(lora=lora, max_length=max_length, batch_size=batch_size,
+                             epochs=epochs, lr=lr, max_steps=max_steps, seed=seed,
+                             threads=settings.threads, quantize=quantize)
+        examples: list[data.Example] = []
+        sources: list[str] = []
+        show = sys.stderr.isatty()
+        rows = [data.read_jsonl(p) for p in jsonl or []]  # check every file before the slow part
+        with _progress("preparing", show) as update:
+            update = update or _plain_progress
+            if scifact:
+                examples += data.scifact_examples(scifact, settings, negatives, dev_queries,
+                                                  max_queries, corpus_docs, update)
+                sources.append(f"scifact train (dev {dev_queries}, corpus {corpus_docs or 'all'})")
+            for path in xquad or []:
+                examples += data.xquad_examples(path, settings, negatives, max_queries, update)
+                sources.append(f"{path.name} train articles")
+            if rows:
+                engine = _engine()
+                retriever = engine.retriever if engine.store.info().chunks else None
+                for path, items in zip(jsonl or [], rows, strict=True):
+                    examples += data.resolve_examples(items, path.name, retriever, negatives)
+                    sources.append(path.name)
+        pairs = data.pairs_of(examples)
+        err_console.print(f"{len(examples)} questions, {len(pairs)} pairs from "
+                          f"{', '.join(sources)}")
+        with _progress("training", show) as update:
+            report = train(pairs, out, config, fp32_out=fp32_out, save_torch=save_torch,
+                           sources=sources, progress=update or _plain_progress)
+    console.print(f"wrote {report.onnx_path} ({report.onnx_bytes / 2**20:.1f} MiB"
+                  f"{', int8' if report.quantized else ''}): {report.steps} steps over "
+                  f"{report.pairs} pairs in {report.train_seconds:.0f} s, final loss "
+                  f"{report.final_loss:.3f}; export {report.export_seconds:.0f} s")
 
 
 def main() -> None:  # pragma: no cover

@@ -89,7 +89,9 @@ class Settings(BaseSettings):
         "(multilingual-e5-small, 4-bit), or a local sentence-transformers model folder.",
     )
     reranker_model: str = Field(
-        "", description="Local cross-encoder folder (sentence-transformers); empty = no reranker."
+        "", description="'bundled' (the cross-encoder shipped with citewise, ONNX int8, see "
+        "docs/reranker.md), a .onnx file written by `citewise train-reranker`, a local "
+        "sentence-transformers cross-encoder folder, or empty = no reranker."
     )
     threads: int = Field(2, ge=1, description="CPU threads for model inference.")
     embed_batch_size: int = Field(32, ge=1)

