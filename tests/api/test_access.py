@@ -116,7 +116,7 @@ def test_a_key_never_reads_a_collection_it_is_not_granted(secured):
 def test_reading_needs_a_key_and_admin_endpoints_need_the_admin_key(secured):
     app, _, private = secured
     files = {"files": ("new.txt", b"Apples are red.", "text/plain")}
-    with TestClient(app) as c:
+    with TestClient(app, base_url="http://127.0.0.1") as c:
         for method, url, kwargs in (
                 ("POST", "/api/chat", {"json": {"query": QUESTION}}),
                 ("POST", "/api/chat/stream", {"json": {"query": QUESTION}}),
@@ -151,7 +151,7 @@ def test_secrets_never_reach_logs_or_error_messages(make_app, docs_dir, caplog):
                       llm_provider="openai-compatible", llm_base_url="http://127.0.0.1:9/v1",
                       llm_model="x", llm_api_key=LLM_KEY, planner="rules")
     bodies = []
-    with TestClient(app) as c:
+    with TestClient(app, base_url="http://127.0.0.1") as c:
         r = c.post("/api/chat", json={"query": QUESTION}, headers=auth(KEY_A))
         assert r.status_code == 200 and r.json()["answer"]
         bodies.append(r.text)

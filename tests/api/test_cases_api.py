@@ -22,7 +22,7 @@ from tests.conftest import CASES
 def test_c24_blank_query_is_422_and_loads_no_model(make_app, docs_dir, query):
     app, engine = make_app()
     engine.__dict__.pop("embedder", None)  # fresh: prove nothing loads it
-    with TestClient(app) as c:
+    with TestClient(app, base_url="http://127.0.0.1") as c:
         for url in ("/api/chat", "/api/chat/stream"):
             r = c.post(url, json={"query": query})
             assert r.status_code == 422
@@ -39,7 +39,7 @@ def test_c24_blank_query_is_422_and_loads_no_model(make_app, docs_dir, query):
 def test_c24_no_words_asks_for_a_question(make_app, query):
     app, engine = make_app()
     engine.__dict__.pop("embedder", None)
-    with TestClient(app) as c:
+    with TestClient(app, base_url="http://127.0.0.1") as c:
         r = c.post("/api/chat", json={"query": query})
     assert r.status_code == 200
     assert r.json()["answer"] == NOT_A_QUESTION
@@ -51,7 +51,7 @@ def test_c25_long_query_answered_from_its_end_and_100k_refused_fast(make_app):
     app, _ = make_app(ingest=[CASES / "c02_encrypted"])
     q10k = (CASES / "c25_long_query" / "query_10k.txt").read_text(encoding="utf-8")
     q100k = (CASES / "c25_long_query" / "query_100k.txt").read_text(encoding="utf-8")
-    with TestClient(app) as c:
+    with TestClient(app, base_url="http://127.0.0.1") as c:
         r = c.post("/api/chat", json={"query": q10k})
         assert r.status_code == 200
         assert "25th" in r.json()["answer"]
@@ -133,7 +133,7 @@ def test_c33_upload_names_never_leave_the_collection_folder(make_app, tmp_path):
     folder = engine.settings.collection_dir
     payload = (CASES / "c33_traversal" / "payload.txt").read_bytes()
     before = {p for p in Path("/tmp").glob("ragcases_pwned*")}
-    with TestClient(app) as c:
+    with TestClient(app, base_url="http://127.0.0.1") as c:
         for name, (status, stored) in C33_NAMES.items():
             r = c.post("/api/documents", files={"files": (name, payload, "text/plain")})
             assert r.status_code == status, (name, r.text)
@@ -151,7 +151,7 @@ def test_c33_upload_names_never_leave_the_collection_folder(make_app, tmp_path):
 
 def test_upload_size_limit_is_413(make_app):
     app, engine = make_app(max_upload_mb=0.01)
-    with TestClient(app) as c:
+    with TestClient(app, base_url="http://127.0.0.1") as c:
         r = c.post("/api/documents", files={"files": ("big.txt", b"x" * 20_000, "text/plain")})
     assert r.status_code == 413
     assert "0.01 MiB" in r.json()["detail"]

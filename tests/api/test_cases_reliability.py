@@ -28,7 +28,7 @@ def _upload(c, path, name=None):  # type: ignore[no-untyped-def]
 # --- C07: an empty corpus --------------------------------------------------------------------
 def test_c07_empty_index_is_200_with_no_documents_and_no_citations(make_app):
     app, _ = make_app()
-    with TestClient(app) as c:
+    with TestClient(app, base_url="http://127.0.0.1") as c:
         r = c.post("/api/chat", json={"query": "What is the refund policy?"})
         assert r.status_code == 200
         body = r.json()
@@ -50,7 +50,7 @@ def test_c07_only_unreadable_files_gives_not_found_naming_them(make_app, case_co
     case_copy("c06_empty/blank_page.pdf", "only/blank_page.pdf")
     app, engine = make_app(ingest=[folder])
     assert engine.store.info().chunks == 0
-    with TestClient(app) as c:
+    with TestClient(app, base_url="http://127.0.0.1") as c:
         r = c.post("/api/chat", json={"query": "What is the refund policy?"})
     assert r.status_code == 200
     body = r.json()
@@ -63,7 +63,7 @@ def test_c21_delete_through_the_api_removes_every_trace(make_app):
     app, engine = make_app()
     src = CASES / "c21_delete" / "marigold.txt"
     store = engine.store
-    with TestClient(app) as c:
+    with TestClient(app, base_url="http://127.0.0.1") as c:
         before = (store.info().chunks, store.term_document_frequencies(["silverfinch"])[1])
         r = _upload(c, src)
         assert r.status_code == 201 and r.json()["files"][0]["status"] == "added"
@@ -95,13 +95,13 @@ def test_c21_delete_through_the_api_removes_every_trace(make_app):
 def test_c22_model_change_is_a_clear_error_then_reindex(make_app, make_engine):
     src = CASES / "c21_delete" / "marigold.txt"
     first, first_engine = make_app()
-    with TestClient(first) as c:
+    with TestClient(first, base_url="http://127.0.0.1") as c:
         assert _upload(c, src).status_code == 201
     built = first_engine.store.info()
     # e5 has the same dimension (384) as the default model: the silent kind of mismatch
     app, engine = make_app(embedding_model="e5")
     assert engine.embedder.dim == built.dimension and engine.embedder.name != built.embedding_model
-    with TestClient(app) as c:
+    with TestClient(app, base_url="http://127.0.0.1") as c:
         r = c.post("/api/chat", json={"query": MARIGOLD})
         assert r.status_code == 200 and r.json()["sources"] == []
         assert "citewise reindex" in r.json()["error"]
@@ -179,7 +179,7 @@ def test_c23_concurrent_uploads_and_delete_then_restart(make_app):
     # BM25 and vector counts agree: one FTS row and one vector per chunk
     assert store.term_document_frequencies(["locker"])[1]["locker"] == len(ids)
     assert len(store.vectors_of(ids)) == len(ids)
-    with TestClient(app2) as c:
+    with TestClient(app2, base_url="http://127.0.0.1") as c:
         for room in ("12", "00", "05", "19"):
             code = (CASES / "c23_concurrent" / f"locker_{room}.txt").read_text().split()[-1]
             r = c.post("/api/chat", json={"query": f"What is the locker code for room {room}?"})

@@ -52,7 +52,7 @@ def test_docx_zip_bomb_is_refused_by_name_before_inflating(make_app):
     app, engine = make_app()
     bomb = zip_bomb_docx(docx.MAX_UNCOMPRESSED // 8)  # 25 MiB inflated, ~25 kB on the wire
     assert len(bomb) < 100_000
-    with TestClient(app) as c:
+    with TestClient(app, base_url="http://127.0.0.1") as c:
         result = _upload(c, "bomb.docx", bomb)
     assert result["path"] == "bomb.docx" and result["status"] == "failed"
     assert "zip bomb" in result["reason"] and "limit" in result["reason"]
@@ -65,7 +65,7 @@ def test_html_nested_past_the_limit_is_refused_and_shallow_is_read(make_app):
     app, _ = make_app()
     deep = b"<html><body>" + b"<div>" * (html.MAX_DEPTH * 4) + b"too deep" + b"</div>" * 10
     shallow = b"<html><body>" + b"<div>" * 100 + b"<p>The vault opens at 07:45.</p>"
-    with TestClient(app) as c:
+    with TestClient(app, base_url="http://127.0.0.1") as c:
         result = _upload(c, "deep.html", deep)
         assert result["status"] == "failed" and "nested" in result["reason"]
         assert _upload(c, "shallow.html", shallow)["status"] == "added"
@@ -76,7 +76,7 @@ def test_html_nested_past_the_limit_is_refused_and_shallow_is_read(make_app):
 def test_nul_bytes_and_lone_surrogates_in_files_and_queries(make_app):
     app, engine = make_app()
     text = b"Canteen\x00 rules\n\nThe canteen opens at 11:30.\x00 Lone \xed\xa0\x80 bytes here.\n"
-    with TestClient(app) as c:
+    with TestClient(app, base_url="http://127.0.0.1") as c:
         assert _upload(c, "nul.txt", text)["status"] == "added"
         for chunk in engine.store.chunks_of(engine.store.documents()[0].id):
             assert "\x00" not in chunk.text and chunk.text.encode("utf-8")
@@ -103,7 +103,7 @@ FTS_QUERIES = ['"', '""', "*", "warranty*", "NEAR(", "NEAR(laptop warranty, 2)",
 
 def test_fts5_syntax_in_queries_is_searched_as_words(make_app, docs_dir):
     app, engine = make_app(ingest=[docs_dir])
-    with TestClient(app) as c:
+    with TestClient(app, base_url="http://127.0.0.1") as c:
         for query in FTS_QUERIES:
             r = c.post("/api/chat", json={"query": query, "extractive": True})
             assert r.status_code == 200, (query, r.text)
@@ -119,7 +119,7 @@ def test_long_and_hostile_query_mix_never_fails(make_app):
     app, _ = make_app(ingest=[CASES / "c21_delete"])
     pieces = ['NEAR(', '"', "\ud800", "\x00", "🙂", "* -:", "ï" * 3, "Marigold launch "]
     query = "".join(pieces[i % len(pieces)] for i in range(1_400))[:10_000]
-    with TestClient(app) as c:
+    with TestClient(app, base_url="http://127.0.0.1") as c:
         r = c.post("/api/chat", content=json.dumps({"query": query}).encode(),
                    headers={"Content-Type": "application/json"})
         assert r.status_code == 200

@@ -40,7 +40,7 @@ def test_openai_client_against_the_running_server(make_app, docs_dir):
 def test_admin_endpoints_need_the_key(make_app, docs_dir):
     app, _ = make_app(api_key="s3cret")
     files = {"files": ("a.txt", b"Some text about apples.", "text/plain")}
-    with TestClient(app) as c:
+    with TestClient(app, base_url="http://127.0.0.1") as c:
         r = c.post("/api/documents", files=files)
         assert r.status_code == 401
         assert r.headers["www-authenticate"] == "Bearer"
@@ -54,7 +54,7 @@ def test_admin_endpoints_need_the_key(make_app, docs_dir):
 
 def test_admin_refused_without_key_when_not_on_localhost(make_app):
     app, _ = make_app(host="0.0.0.0")
-    with TestClient(app) as c:
+    with TestClient(app, base_url="http://127.0.0.1") as c:
         r = c.post("/api/reindex")
     assert r.status_code == 403
     assert "CITEWISE_API_KEY" in r.json()["detail"]
@@ -62,8 +62,33 @@ def test_admin_refused_without_key_when_not_on_localhost(make_app):
 
 def test_cors_origins_from_settings(make_app):
     app, _ = make_app(cors_origins=["https://docs.example.org"])
-    with TestClient(app) as c:
+    with TestClient(app, base_url="http://127.0.0.1") as c:
         ok = c.get("/api/health", headers={"Origin": "https://docs.example.org"})
         other = c.get("/api/health", headers={"Origin": "https://evil.example"})
     assert ok.headers["access-control-allow-origin"] == "https://docs.example.org"
     assert "access-control-allow-origin" not in other.headers
+
+
+@pytest.mark.parametrize(("headers", "code"), [
+    ({}, 200),
+    ({"Origin": "http://127.0.0.1:8765"}, 200),  # the chat page served by citewise itself
+    ({"Origin": "http://localhost:3000"}, 200),
+    ({"Origin": "https://evil.example"}, 403),  # cross-site request forgery from a web page
+    ({"Origin": "null"}, 403),  # a sandboxed page or a file:// page
+    ({"Host": "evil.example"}, 403),  # DNS rebinding: the attacker's name resolving to 127.0.0.1
+    ({"Host": "evil.example:8765", "Origin": "http://evil.example:8765"}, 403),
+])
+def test_keyless_admin_refuses_other_sites(make_app, headers, code):
+    """Regression: with no CITEWISE_API_KEY a server on 127.0.0.1 accepted uploads and reindex
+    requests sent by any web page (a foreign Origin, or a foreign Host after DNS rebinding)."""
+    app, _ = make_app()
+    files = {"files": ("planted.txt", b"The refund window is 999 days.", "text/plain")}
+    with TestClient(app, base_url="http://127.0.0.1") as c:
+        upload = c.post("/api/documents", files=files, headers=headers)
+        reindex = c.post("/api/reindex", headers=headers)
+        listed = [d["path"] for d in c.get("/api/documents").json()["data"]]
+    assert upload.status_code == (201 if code == 200 else 403)
+    assert reindex.status_code == code
+    if code == 403:
+        assert "CITEWISE_API_KEY" in upload.json()["detail"]
+        assert not any(p.endswith("planted.txt") for p in listed)

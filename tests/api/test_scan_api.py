@@ -11,7 +11,7 @@ def test_scan_endpoint_on_pdf_and_docx(make_app, tmp_path):
     app, engine = make_app()
     write_pdf(tmp_path / "contract.pdf")
     write_docx(tmp_path / "contract.docx")
-    with TestClient(app) as c:
+    with TestClient(app, base_url="http://127.0.0.1") as c:
         for name, fmt, paged in (("contract.pdf", "pdf", True), ("contract.docx", "docx", False)):
             with (tmp_path / name).open("rb") as f:
                 r = c.post("/api/scan", files={"file": (name, f)}, data={"playbook": "default"})

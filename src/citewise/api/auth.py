@@ -3,7 +3,11 @@
 Admin (upload, delete, reindex, scan, approvals): with ``CITEWISE_API_KEY`` set, a request
 must send it as ``Authorization: Bearer <key>`` or ``X-API-Key: <key>`` (401 otherwise).
 Without a key, admin requests are allowed only when the server is bound to a loopback address
-(``host`` 127.0.0.1, ::1 or localhost), and refused with 403 otherwise.
+(``host`` 127.0.0.1, ::1 or localhost), and refused with 403 otherwise. Even then a keyless
+admin request must be addressed to a loopback name (its ``Host`` header) and, when it carries
+an ``Origin`` header, come from a loopback origin: a web page on another site can make the
+user's browser send a POST to 127.0.0.1 (cross-site request forgery) or reach it under its
+own name through DNS rebinding, and both are refused with 403.
 
 Reading (chat, sources, documents, chats, ``/v1``): with ``CITEWISE_API_KEYS`` empty anyone
 may read every collection. When it maps keys to collections, a request must send one of
@@ -21,6 +25,7 @@ import hashlib
 import ipaddress
 import secrets
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from fastapi import HTTPException, Request, status
 
@@ -58,6 +63,18 @@ def check_admin(request: Request, settings: Settings) -> None:
         raise HTTPException(status.HTTP_403_FORBIDDEN,
                             "admin endpoints are disabled on a server not bound to localhost "
                             "until CITEWISE_API_KEY is set")
+    host = urlsplit("//" + request.headers.get("host", "")).hostname or ""
+    if not is_loopback(host):
+        raise HTTPException(status.HTTP_403_FORBIDDEN,
+                            "admin endpoints without CITEWISE_API_KEY answer only requests "
+                            "addressed to localhost or 127.0.0.1 (this one named another host); "
+                            "set CITEWISE_API_KEY to use them under another name")
+    origin = request.headers.get("origin")
+    if origin is not None and not is_loopback(urlsplit(origin).hostname or ""):
+        raise HTTPException(status.HTTP_403_FORBIDDEN,
+                            "admin endpoints without CITEWISE_API_KEY refuse requests sent by "
+                            "a web page of another site (Origin is not localhost); set "
+                            "CITEWISE_API_KEY and send it to allow them")
 
 
 @dataclass(frozen=True)
