@@ -51,3 +51,15 @@ def test_missing_files_are_named(tmp_path):
         load_kazakh_legal(tmp_path)
     with pytest.raises(ConfigError, match="corpus_files"):
         load_ru_legal(tmp_path)
+
+
+@pytest.mark.parametrize(("line", "why"), [
+    ("{not json", "Expecting property name"), ('{"doc_id": "a.txt"}', "missing text"),
+    ('["a.txt", "text"]', "missing doc_id, text"),
+])
+def test_a_bad_corpus_line_is_named_with_its_line_number(tmp_path, line, why):
+    (tmp_path / "corpus.jsonl").write_text('{"doc_id": "ok.txt", "text": "Мәтін."}\n' + line + "\n",
+                                           encoding="utf-8")
+    (tmp_path / "questions.dev.json").write_text('{"questions": []}', encoding="utf-8")
+    with pytest.raises(ConfigError, match=rf"corpus.jsonl:2: .*{why}"):
+        load_kazakh_legal(tmp_path)

@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from citewise.errors import ConfigError
 from citewise.eval.datasets import BeirDataset, BeirDoc
@@ -36,6 +38,22 @@ def _need(path: Path, what: str) -> Path:
     return path
 
 
+def _jsonl(path: Path, keys: tuple[str, ...], what: str) -> Iterator[dict[str, Any]]:
+    """The JSON objects of ``path``, one a line, each holding ``keys``; raises ConfigError
+    naming ``path:line`` and ``what`` was expected otherwise."""
+    with path.open(encoding="utf-8") as f:
+        for line_no, line in enumerate(f, start=1):
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise ConfigError(f"{path}:{line_no}: expected {what} ({err})") from None
+            missing = [k for k in keys if k not in record] if isinstance(record, dict) else keys
+            if missing:
+                raise ConfigError(f"{path}:{line_no}: expected {what} (missing "
+                                  f"{', '.join(missing)})")
+            yield record
+
+
 def load_kazakh_legal(path: str | Path, max_chars: int = 0) -> BeirDataset:
     """``kazakh_legal_qa/`` as a retrieval task (see the module docstring).
 
@@ -46,16 +64,10 @@ def load_kazakh_legal(path: str | Path, max_chars: int = 0) -> BeirDataset:
     corpus_file = _need(root / "corpus.jsonl", "one {doc_id, is_gold, text} object per line")
     questions_file = _need(root / "questions.dev.json", '{"questions": [...]} with gold_passages')
     corpus: dict[str, BeirDoc] = {}
-    with corpus_file.open(encoding="utf-8") as f:
-        for line_no, line in enumerate(f, start=1):
-            try:
-                record = json.loads(line)
-                doc_id, text = record["doc_id"], record["text"]
-            except (json.JSONDecodeError, KeyError, TypeError) as err:
-                raise ConfigError(f"{corpus_file}:{line_no}: expected a JSON object with "
-                                  f"doc_id and text ({err})") from None
-            text = text[:max_chars] if max_chars > 0 else text
-            corpus[doc_id] = BeirDoc(doc_id, doc_id.strip().removesuffix(".txt").strip(), text)
+    for record in _jsonl(corpus_file, ("doc_id", "text"), "a JSON object with doc_id and text"):
+        doc_id, text = record["doc_id"], record["text"]
+        text = text[:max_chars] if max_chars > 0 else text
+        corpus[doc_id] = BeirDoc(doc_id, doc_id.strip().removesuffix(".txt").strip(), text)
     try:
         questions = json.loads(questions_file.read_text(encoding="utf-8"))["questions"]
         pairs = [(q["id"], q["question"], [g["corpus_file"] for g in q["gold_passages"]])
@@ -104,19 +116,14 @@ def load_ru_legal(path: str | Path) -> BeirDataset:
             corpus[doc_id] = BeirDoc(doc_id, f"{short}. {heading}".strip(". "), text[start:end])
     queries: dict[str, str] = {}
     qrels: dict[str, dict[str, int]] = {}
-    with rows_file.open(encoding="utf-8") as f:
-        for line_no, line in enumerate(f, start=1):
-            try:
-                row = json.loads(line)
-                match, source = row["match"], row["source_file"]
-            except (json.JSONDecodeError, KeyError, TypeError) as err:
-                raise ConfigError(f"{rows_file}:{line_no}: expected a located row ({err})") from None
-            if match not in _LOCATED or source not in articles:
-                continue
-            start = int(row["start"])
-            end = int(row["end"]) if row.get("end") is not None else start + len(row["snippet"])
-            relevant = {doc_id: 1 for a_start, a_end, doc_id in articles[source]
-                        if a_start < max(end, start + 1) and a_end > start}
-            qid = f"r{row['row']}"
-            queries[qid], qrels[qid] = row["question"], relevant
+    for row in _jsonl(rows_file, ("match", "source_file"), "a located row"):
+        source = row["source_file"]
+        if row["match"] not in _LOCATED or source not in articles:
+            continue
+        start = int(row["start"])
+        end = int(row["end"]) if row.get("end") is not None else start + len(row["snippet"])
+        relevant = {doc_id: 1 for a_start, a_end, doc_id in articles[source]
+                    if a_start < max(end, start + 1) and a_end > start}
+        qid = f"r{row['row']}"
+        queries[qid], qrels[qid] = row["question"], relevant
     return BeirDataset("ru_legal_qa", corpus, queries, qrels, split="located")

@@ -50,6 +50,28 @@ Filters = Mapping[str, Any]
 FILTER_KEYS = ("document_ids", "path_prefix", "collections", "language")
 
 
+class LanguageCounts:
+    """Reads shared by the SQLite and PostgreSQL stores, which both keep a ``chunks`` table
+    with a ``language`` column, a ``generation()`` counter bumped by every write and a
+    ``_meta(key)`` reader; mixed into both store classes."""
+
+    _languages: tuple[int, dict[str, int]] | None = None  # generation, counts
+
+    def stored_analyzer(self) -> str | None:
+        """See :meth:`Store.stored_analyzer`."""
+        return self._meta("analyzer")  # type: ignore[attr-defined]
+
+    def languages(self) -> dict[str, int]:
+        """See :meth:`Store.languages`: chunks per detected language, cached until the next
+        write."""
+        generation = self.generation()  # type: ignore[attr-defined]
+        if self._languages is None or self._languages[0] != generation:
+            rows = self.db.execute(  # type: ignore[attr-defined]
+                "SELECT language, count(*) FROM chunks GROUP BY language")
+            self._languages = (generation, {lang: int(n) for lang, n in rows if lang})
+        return dict(self._languages[1])
+
+
 def check_filters(filters: Filters) -> None:
     """Raise ValueError naming unknown filter keys, or a ``collections`` that is not a list."""
     unknown = set(filters) - set(FILTER_KEYS)

@@ -47,7 +47,13 @@ from typing import Any
 import numpy as np
 
 from citewise.errors import AnalyzerMismatchError, EmbeddingMismatchError, IndexError_
-from citewise.store.base import Filters, IndexInfo, check_filters, nested_read_transaction
+from citewise.store.base import (
+    Filters,
+    IndexInfo,
+    LanguageCounts,
+    check_filters,
+    nested_read_transaction,
+)
 from citewise.store.sqlite import BM25_B, BM25_K1
 from citewise.types import Chunk, Document, Hit
 
@@ -261,7 +267,7 @@ def _redact(url: str) -> str:
     return f"{scheme}{sep}{creds.split(':', 1)[0]}:***@{host}"
 
 
-class PostgresStore:
+class PostgresStore(LanguageCounts):
     """The :class:`~citewise.store.base.Store` on a PostgreSQL database with pgvector.
 
     ``url``: a libpq URL (``postgresql://user:pass@host:5432/db``). ``ef_search``: HNSW
@@ -279,7 +285,6 @@ class PostgresStore:
         self._local = threading.local()
         self._all: list[psycopg.Connection[Any]] = []
         self._all_lock = threading.Lock()
-        self._languages: tuple[int, dict[str, int]] | None = None  # generation, counts
         try:
             with psycopg.connect(self.url, autocommit=True) as conn:
                 self._migrate(conn)
@@ -453,16 +458,6 @@ class PostgresStore:
             cur.execute("INSERT INTO citewise_meta VALUES ('analyzer', %s) ON CONFLICT (key) "
                         "DO UPDATE SET value = EXCLUDED.value", (version,))
 
-    def stored_analyzer(self) -> str | None:
-        return self._meta("analyzer")
-
-    def languages(self) -> dict[str, int]:
-        """See :meth:`Store.languages` (cached until the next write)."""
-        generation = self.generation()
-        if self._languages is None or self._languages[0] != generation:
-            rows = self.db.execute("SELECT language, count(*) FROM chunks GROUP BY language")
-            self._languages = (generation, {lang: int(n) for lang, n in rows if lang})
-        return dict(self._languages[1])
 
     # --- writes ---------------------------------------------------------------------------
     def upsert_document(

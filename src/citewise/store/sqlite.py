@@ -43,7 +43,13 @@ from pathlib import Path
 import numpy as np
 
 from citewise.errors import AnalyzerMismatchError, EmbeddingMismatchError, IndexError_
-from citewise.store.base import Filters, IndexInfo, check_filters, nested_read_transaction
+from citewise.store.base import (
+    Filters,
+    IndexInfo,
+    LanguageCounts,
+    check_filters,
+    nested_read_transaction,
+)
 from citewise.types import Chunk, Document, Hit
 
 #: Lucene/Anserini BM25 parameters used for BEIR baselines.
@@ -201,7 +207,7 @@ def _document(row: Sequence) -> Document:
     )
 
 
-class SQLiteStore:
+class SQLiteStore(LanguageCounts):
     """The :class:`~citewise.store.base.Store` over one SQLite file (created if missing).
 
     Safe to share between threads (one connection per thread) and between processes.
@@ -214,7 +220,6 @@ class SQLiteStore:
         self._lock = threading.Lock()
         self._matrix: _Matrix | None = None
         self._stats: tuple[int, int, float] | None = None  # generation, N, avgdl
-        self._languages: tuple[int, dict[str, int]] | None = None  # generation, counts
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._migrate()
@@ -307,16 +312,6 @@ class SQLiteStore:
             db.execute("ROLLBACK")
             raise
 
-    def stored_analyzer(self) -> str | None:
-        return self._meta("analyzer")
-
-    def languages(self) -> dict[str, int]:
-        """See :meth:`Store.languages`."""
-        generation = self.generation()
-        if self._languages is None or self._languages[0] != generation:
-            rows = self.db.execute("SELECT language, count(*) FROM chunks GROUP BY language")
-            self._languages = (generation, {lang: n for lang, n in rows if lang})
-        return dict(self._languages[1])
 
     # --- writes ---------------------------------------------------------------------------
     def upsert_document(
