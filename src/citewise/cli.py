@@ -523,7 +523,13 @@ def train_reranker(
     corpus_docs: Annotated[int, typer.Option(
         min=0, help="SciFact: index only the first N abstracts (0 = all 5,183).")] = 0,
     max_length: Annotated[int, typer.Option(min=16, max=512, help="Longest pair, in tokens.")] = 256,
-    batch_size: Annotated[int, typer.Option(min=1)] = 16,
+    batch_size: Annotated[int, typer.Option(min=1, help="Pairs per optimiser step.")] = 16,
+    group_size: Annotated[int, typer.Option(
+        min=2, help="Pairs of one question in a step: 1 positive + hard negatives.")] = 4,
+    loss: Annotated[str, typer.Option(
+        help="listwise (softmax over each group + binary cross-entropy) or pointwise.")] = "listwise",
+    head_lr_scale: Annotated[float, typer.Option(
+        min=0.0, help="Learning rate of the new head, as a multiple of --lr.")] = 20.0,
     epochs: Annotated[int, typer.Option(min=1)] = 1,
     lr: Annotated[float, typer.Option(min=0.0, help="Learning rate (0 = 5e-5 full, 5e-4 LoRA).")] = 0.0,
     max_steps: Annotated[int, typer.Option(min=0, help="Stop after N steps (0 = epochs).")] = 0,
@@ -532,6 +538,9 @@ def train_reranker(
     fp32_out: Annotated[Path | None, typer.Option(help="Also keep the fp32 .onnx here.")] = None,
     save_torch: Annotated[Path | None, typer.Option(
         help="Also save the PyTorch model folder here (a sentence-transformers CrossEncoder).")] = None,
+    save_examples: Annotated[Path | None, typer.Option(
+        help="Also write the training examples (mined negatives included) as JSONL here; "
+             "--jsonl reads it back without mining again.")] = None,
 ) -> None:
     """Fine-tune a cross-encoder reranker from the bundled all-MiniLM-L6-v2 on (question,
     positive, hard negatives) examples and export it to ONNX; use it with
@@ -545,7 +554,8 @@ def train_reranker(
         settings = Settings()
         config = TrainConfig(lora=lora, max_length=max_length, batch_size=batch_size,
                              epochs=epochs, lr=lr, max_steps=max_steps, seed=seed,
-                             threads=settings.threads, quantize=quantize)
+                             threads=settings.threads, quantize=quantize, group_size=group_size,
+                             loss=loss, head_lr_scale=head_lr_scale)
         examples: list[data.Example] = []
         sources: list[str] = []
         show = sys.stderr.isatty()
@@ -566,10 +576,12 @@ def train_reranker(
                     examples += data.resolve_examples(items, path.name, retriever, negatives)
                     sources.append(path.name)
         pairs = data.pairs_of(examples)
+        if save_examples:
+            data.write_jsonl(save_examples, examples)
         err_console.print(f"{len(examples)} questions, {len(pairs)} pairs from "
                           f"{', '.join(sources)}")
         with _progress("training", show) as update:
-            report = train(pairs, out, config, fp32_out=fp32_out, save_torch=save_torch,
+            report = train(examples, out, config, fp32_out=fp32_out, save_torch=save_torch,
                            sources=sources, progress=update or _plain_progress)
     console.print(f"wrote {report.onnx_path} ({report.onnx_bytes / 2**20:.1f} MiB"
                   f"{', int8' if report.quantized else ''}): {report.steps} steps over "

