@@ -118,3 +118,20 @@ def test_bm25_finds_kazakh_and_chinese_answers(engine, folder, question, expecte
     assert hits and hits[0].sparse > 0
     assert hits[0].document.path.split("/")[-1].startswith(expected)
     assert all("distractor" not in h.document.path for h in hits[:1])
+
+
+def test_undetermined_chunks_do_not_make_an_index_multilingual(make_engine, tmp_path):
+    """Regression: an English index with one chunk of no detectable language (a table of
+    numbers) counted as two languages, so every English question searched both legs twice."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "guide.md").write_text(
+        "# Refunds\n\nCustomers may ask for a refund within thirty days of purchase. The "
+        "refund is paid to the original card.\n\n# Shipping\n\nParcels leave the warehouse "
+        "on the next working day and arrive within a week.\n")
+    (folder / "table.txt").write_text("1234 5678 9012\n3456 7890 1234\n")
+    engine = make_engine()
+    engine.ingest([folder])
+    counts = engine.store.languages()
+    assert counts.get("en", 0) >= 1 and set(counts) - {"en"} == {"und"}, counts
+    assert engine.retriever.routing_language("en") is None

@@ -113,7 +113,7 @@ def test_reader_sees_old_or_new_version_while_writer_replaces(tmp_path):
 
     t = threading.Thread(target=read)
     t.start()
-    for i in range(30):
+    for i in range(250):
         texts = versions[i % 2]
         _, c, v = make_doc("v.md", texts)
         writer.upsert_document(doc, c, v)
@@ -177,3 +177,30 @@ def test_an_index_from_before_languages_is_re_analysed_by_reindex(tmp_path, make
     np.testing.assert_array_equal(store.vectors_of(["c1"])["c1"], vector)  # not re-embedded
     hits = engine.search("Кітапханаға жұмыс уақыттары қандай?", mode="sparse").hits
     assert [h.chunk_id for h in hits] == ["c1"]
+
+
+def test_filtered_bm25_needs_no_sql_variable_per_chunk(tmp_path):
+    """Regression: a filter was bound as one SQL variable per allowed chunk, so a language or
+    collection filter over more chunks than SQLite's variable limit (32,766) raised "too many
+    SQL variables" (language routing filters every question of a bilingual index). The limit
+    is lowered here to 1,000 so that 1,250 chunks cross it."""
+    from dataclasses import replace
+
+    store = SQLiteStore(tmp_path / "i.sqlite3")
+    store.bind_model("m", DIM)
+    for i in range(250):
+        texts = [f"refund policy clause {i} {j} " + "word " * j for j in range(5)]
+        doc, chunks, vecs = make_doc(f"d{i}", texts)
+        chunks = [replace(c, language="ru" if i % 6 == 0 else "en") for c in chunks]
+        store.upsert_document(doc, chunks, vecs, [analyze(t) for t in texts])
+    store.db.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 1000)
+    query = tokenize("refund clause word")
+    everything = store.sparse_search(query, 150)
+    loaded = store.get_chunks([h.chunk_id for h in everything])
+    english = [h.chunk_id for h in everything if loaded[h.chunk_id][0].language == "en"]
+    assert len(everything) == 150 and 100 < len(english) < 150
+    hits = store.sparse_search(query, 150, {"language": "en"})
+    assert len(hits) == 150 and [h.chunk_id for h in hits][:len(english)] == english
+    assert [h.chunk_id for h in store.sparse_search(query, 10, {"language": "ru"})] == [
+        h.chunk_id for h in everything if loaded[h.chunk_id][0].language == "ru"][:10]
+    store.close()

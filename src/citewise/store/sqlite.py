@@ -538,11 +538,14 @@ class SQLiteStore(LanguageCounts):
         return IndexInfo(docs, chunks, model, dim, size, str(self.path))
 
     # --- filters --------------------------------------------------------------------------
-    def _filter_rowids(self, filters: Filters | None) -> np.ndarray | None:
+    def _filter_clauses(self, filters: Filters | None) -> tuple[list[str], list[object]] | None:
+        """SQL conditions on ``chunks c JOIN documents d`` for ``filters``: None when nothing
+        is filtered, ``(["0"], [])`` when nothing can match (no readable collection)."""
         if not filters:
             return None
         check_filters(filters)
-        clauses, params = [], []
+        clauses: list[str] = []
+        params: list[object] = []
         if ids := filters.get("document_ids"):
             clauses.append(f"c.document_id IN ({','.join('?' * len(ids))})")
             params.extend(ids)
@@ -552,14 +555,19 @@ class SQLiteStore(LanguageCounts):
         if filters.get("collections") is not None:
             names = list(filters["collections"])
             if not names:
-                return np.zeros(0, dtype=np.int64)  # no collection readable: nothing
+                return ["0"], []  # no collection readable: nothing
             clauses.append(f"d.collection IN ({','.join('?' * len(names))})")
             params.extend(names)
         if language := filters.get("language"):
             clauses.append("c.language = ?")
             params.append(language)
-        if not clauses:
+        return (clauses, params) if clauses else None
+
+    def _filter_rowids(self, filters: Filters | None) -> np.ndarray | None:
+        where = self._filter_clauses(filters)
+        if where is None:
             return None
+        clauses, params = where
         rows = self.db.execute(
             "SELECT c.rowid FROM chunks c JOIN documents d ON d.id = c.document_id WHERE "
             + " AND ".join(clauses),
@@ -660,16 +668,19 @@ class SQLiteStore(LanguageCounts):
             return []
         match = " OR ".join('"' + t.replace('"', '""') + '"' for t in present)
         limit = candidates or max(5 * k, 300)
-        allowed = self._filter_rowids(filters)
-        sql = "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?"
-        params: list[object] = [match]
-        if allowed is not None:
-            if allowed.size == 0:
-                return []
-            sql += f" AND rowid IN ({','.join('?' * allowed.size)})"
-            params.extend(int(r) for r in allowed)
-        sql += " ORDER BY rank LIMIT ?"
-        params.append(limit)
+        # filters are joined, not bound as a list of allowed rowids: that list had one SQL
+        # variable per chunk (an error past SQLite's 32,766) and made FTS5 test each match
+        # against it (seconds per query at 11k chunks)
+        where = self._filter_clauses(filters)
+        if where is None:
+            sql = "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank LIMIT ?"
+            params: list[object] = [match, limit]
+        else:
+            clauses, extra = where
+            sql = ("SELECT f.rowid FROM chunks_fts f JOIN chunks c ON c.rowid = f.rowid "
+                   "JOIN documents d ON d.id = c.document_id WHERE chunks_fts MATCH ? AND "
+                   + " AND ".join(clauses) + " ORDER BY f.rank LIMIT ?")
+            params = [match, *extra, limit]
         rowids = [r[0] for r in self.db.execute(sql, params)]
         if not rowids:
             return []
