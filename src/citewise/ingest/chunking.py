@@ -84,34 +84,86 @@ def _hard_split(text: str, max_tokens: int, count: TokenCounter) -> Iterator[str
         pos += size
 
 
+def _call_overhead(count: TokenCounter) -> int:
+    """Tokens a counter adds once per call whatever the text (special tokens such as BOS/EOS):
+    ``2 * count("a") - count("a a")``, 0 for a counter that adds none."""
+    return max(0, 2 * count("a") - count("a a"))
+
+
+def _pack_words(words: list[str], counts: list[int], max_tokens: int, count: TokenCounter,
+                overhead: int) -> Iterator[tuple[str, int]]:
+    """Greedy pieces of consecutive ``words`` (each fits alone; ``counts`` are their own
+    counts), joined by one space, with their counts: every piece is the longest run from its
+    first word whose count fits ``max_tokens``.
+
+    The greedy rule adds words one at a time until the next one would not fit; counting each
+    growing run costs O(words^2) tokenizer work per long sentence. Instead the end of a piece
+    is guessed from the words' own counts (summed, less the per-call ``overhead``), then moved
+    by doubling steps and bisection to the boundary where the run fits and one more word does
+    not: O(log) counts of piece-sized text. The pieces are the same as the one-word-at-a-time
+    rule's for any counter whose count does not shrink when a word is appended."""
+    sizes = [max(0, n - overhead) for n in counts]
+    start = 0
+    while start < len(words):
+        known: dict[int, int] = {}
+
+        def fits(end: int) -> bool:  # does words[start:end] fit? (end > start)
+            if end not in known:
+                known[end] = count(" ".join(words[start:end]))
+            return known[end] <= max_tokens
+
+        guess, total = start + 1, overhead + sizes[start]
+        while guess < len(words) and total + sizes[guess] <= max_tokens:
+            total += sizes[guess]
+            guess += 1
+        # lo fits (a single word always does); hi is the first end known not to fit
+        if fits(guess):
+            lo, hi, step = guess, len(words) + 1, 1
+            while lo + step <= len(words):
+                if not fits(lo + step):
+                    hi = lo + step
+                    break
+                lo += step
+                step *= 2
+        else:
+            lo, hi, step = start + 1, guess, 1
+            while hi - step > start + 1:
+                if fits(hi - step):
+                    lo = hi - step
+                    break
+                hi -= step
+                step *= 2
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+        fits(lo)  # a run of one word was never counted joined
+        yield " ".join(words[start:lo]), known[lo]
+        start = lo
+
+
 def _pieces(text: str, max_tokens: int, count: TokenCounter) -> Iterator[tuple[str, int]]:
     """Sentence- then word-level pieces of ``text``, each with its token count."""
+    overhead: int | None = None
     for sentence in sentences(text):
         n = count(sentence)
         if n <= max_tokens:
             yield sentence, n
             continue
-        words = sentence.split(" ")
-        buf: list[str] = []
-        for word in words:
-            if count(word) > max_tokens:
-                if buf:
-                    piece = " ".join(buf)
-                    yield piece, count(piece)
-                    buf = []
+        if overhead is None:
+            overhead = _call_overhead(count)
+        run: list[str] = []  # words that fit alone, packed together
+        run_counts: list[int] = []
+        for word in sentence.split(" "):
+            n = count(word)
+            if n > max_tokens:
+                yield from _pack_words(run, run_counts, max_tokens, count, overhead)
+                run, run_counts = [], []
                 for part in _hard_split(word, max_tokens, count):
                     yield part, count(part)
-                continue
-            candidate = " ".join([*buf, word])
-            if buf and count(candidate) > max_tokens:
-                piece = " ".join(buf)
-                yield piece, count(piece)
-                buf = [word]
             else:
-                buf.append(word)
-        if buf:
-            piece = " ".join(buf)
-            yield piece, count(piece)
+                run.append(word)
+                run_counts.append(n)
+        yield from _pack_words(run, run_counts, max_tokens, count, overhead)
 
 
 def _locate(doc_text: str, piece: str, block: Block, cursor: int) -> tuple[int, int]:
