@@ -8,8 +8,7 @@ import pytest
 
 from citewise.eval.legal import load_kazakh_legal, load_ru_legal
 from citewise.eval.run import _parsed
-from citewise.ingest.chunking import (_call_overhead, _pack_words, chunk_document,
-                                      sentences)
+from citewise.ingest.chunking import _call_overhead, _pack_words, chunk_document, sentences
 from citewise.retrieve.embedding import USEEmbedder
 from tests.conftest import DATASETS
 

@@ -105,40 +105,47 @@ def _pack_words(words: list[str], counts: list[int], max_tokens: int, count: Tok
     sizes = [max(0, n - overhead) for n in counts]
     start = 0
     while start < len(words):
-        known: dict[int, int] = {}
+        end, tokens = _piece_end(words, sizes, start, max_tokens, count, overhead)
+        yield " ".join(words[start:end]), tokens
+        start = end
 
-        def fits(end: int) -> bool:  # does words[start:end] fit? (end > start)
-            if end not in known:
-                known[end] = count(" ".join(words[start:end]))
-            return known[end] <= max_tokens
 
-        guess, total = start + 1, overhead + sizes[start]
-        while guess < len(words) and total + sizes[guess] <= max_tokens:
-            total += sizes[guess]
-            guess += 1
-        # lo fits (a single word always does); hi is the first end known not to fit
-        if fits(guess):
-            lo, hi, step = guess, len(words) + 1, 1
-            while lo + step <= len(words):
-                if not fits(lo + step):
-                    hi = lo + step
-                    break
-                lo += step
-                step *= 2
-        else:
-            lo, hi, step = start + 1, guess, 1
-            while hi - step > start + 1:
-                if fits(hi - step):
-                    lo = hi - step
-                    break
-                hi -= step
-                step *= 2
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            lo, hi = (mid, hi) if fits(mid) else (lo, mid)
-        fits(lo)  # a run of one word was never counted joined
-        yield " ".join(words[start:lo]), known[lo]
-        start = lo
+def _piece_end(words: list[str], sizes: list[int], start: int, max_tokens: int,
+               count: TokenCounter, overhead: int) -> tuple[int, int]:
+    """``(end, count)`` of the piece ``words[start:end]`` of :func:`_pack_words`."""
+    known: dict[int, int] = {}
+
+    def fits(end: int) -> bool:  # does words[start:end] fit? (end > start)
+        if end not in known:
+            known[end] = count(" ".join(words[start:end]))
+        return known[end] <= max_tokens
+
+    guess, total = start + 1, overhead + sizes[start]
+    while guess < len(words) and total + sizes[guess] <= max_tokens:
+        total += sizes[guess]
+        guess += 1
+    # lo fits (a single word always does); hi is the first end known not to fit
+    if fits(guess):
+        lo, hi, step = guess, len(words) + 1, 1
+        while lo + step <= len(words):
+            if not fits(lo + step):
+                hi = lo + step
+                break
+            lo += step
+            step *= 2
+    else:
+        lo, hi, step = start + 1, guess, 1
+        while hi - step > start + 1:
+            if fits(hi - step):
+                lo = hi - step
+                break
+            hi -= step
+            step *= 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    fits(lo)  # a run of one word was never counted joined
+    return lo, known[lo]
 
 
 def _pieces(text: str, max_tokens: int, count: TokenCounter) -> Iterator[tuple[str, int]]:
