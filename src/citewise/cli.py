@@ -530,6 +530,8 @@ def train_reranker(
         help="listwise (softmax over each group + binary cross-entropy) or pointwise.")] = "listwise",
     head_lr_scale: Annotated[float, typer.Option(
         min=0.0, help="Learning rate of the new head, as a multiple of --lr.")] = 20.0,
+    init: Annotated[Path | None, typer.Option(
+        help="Go on training a model folder saved by an earlier --save-torch.")] = None,
     epochs: Annotated[int, typer.Option(min=1)] = 1,
     lr: Annotated[float, typer.Option(min=0.0, help="Learning rate (0 = 5e-5 full, 5e-4 LoRA).")] = 0.0,
     max_steps: Annotated[int, typer.Option(min=0, help="Stop after N steps (0 = epochs).")] = 0,
@@ -555,7 +557,8 @@ def train_reranker(
         config = TrainConfig(lora=lora, max_length=max_length, batch_size=batch_size,
                              epochs=epochs, lr=lr, max_steps=max_steps, seed=seed,
                              threads=settings.threads, quantize=quantize, group_size=group_size,
-                             loss=loss, head_lr_scale=head_lr_scale)
+                             loss=loss, head_lr_scale=head_lr_scale,
+                             init=str(init) if init else "")
         examples: list[data.Example] = []
         sources: list[str] = []
         show = sys.stderr.isatty()

@@ -72,6 +72,20 @@ def test_full_fine_tune_writes_an_onnx_file_equal_to_the_torch_model(env, tiny_j
     np.testing.assert_allclose(got, want, atol=1e-3)
     np.testing.assert_allclose(int8.score(query, passages), want, atol=0.25)
 
+    # --init goes on from the saved folder: the trained head, not a new one
+    import torch
+
+    from citewise.retrieve.rerank import base_tokenizer, encode
+    from citewise.train.reranker import TrainConfig, load_base
+
+    again = load_base(TrainConfig(init=str(env / "torch"), max_length=64)).eval()
+    feed = encode(base_tokenizer(64), [(query, p) for p in passages])
+    with torch.no_grad():
+        logits = again(**{k: torch.from_numpy(v) for k, v in feed.items()}).logits[:, 0].numpy()
+    np.testing.assert_allclose(logits, want, atol=1e-4)
+    with pytest.raises(ConfigError, match="not a model folder saved by"):
+        load_base(TrainConfig(init=str(env)))
+
 
 def test_lora_run_exports_a_loadable_model(env, tiny_jsonl):
     out = env / "lora.onnx"

@@ -59,7 +59,9 @@ INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 @dataclass(frozen=True)
 class TrainConfig:
     """Training knobs. ``lr`` 0 means the mode's default (5e-5 full, 5e-4 LoRA);
-    ``max_steps`` 0 means one pass over the questions per epoch. ``batch_size`` counts pairs
+    ``max_steps`` 0 means one pass over the questions per epoch. ``init`` is a model folder
+    saved by an earlier run (``save_torch``) to go on training from; empty means the bundled
+    encoder with a new head. ``batch_size`` counts pairs
     (question, passage); ``group_size`` pairs of one question (1 positive + hard negatives)
     share the step."""
 
@@ -77,6 +79,7 @@ class TrainConfig:
     group_size: int = 4
     loss: str = "listwise"
     head_lr_scale: float = 20.0
+    init: str = ""
 
     @property
     def learning_rate(self) -> float:
@@ -120,12 +123,21 @@ def base_model_path() -> Path:
 
 
 def load_base(config: TrainConfig) -> Any:
-    """``BertForSequenceClassification`` with one label from the bundled encoder; the new
-    head is initialised from ``config.seed``. Eager attention, for a plain ONNX graph."""
+    """``BertForSequenceClassification`` with one label: from ``config.init`` (a folder saved
+    by an earlier run) when given, else from the bundled encoder with a new head initialised
+    from ``config.seed``. Eager attention, for a plain ONNX graph. Raises ConfigError when
+    ``config.init`` is not a saved one-label model folder."""
     torch, transformers = _require_training_libs()
     torch.manual_seed(config.seed)
-    return transformers.AutoModelForSequenceClassification.from_pretrained(
-        str(base_model_path()), num_labels=1, local_files_only=True, attn_implementation="eager")
+    source = base_model_path()
+    if config.init:
+        source = Path(config.init).expanduser()
+        if not (source / "config.json").is_file():
+            raise ConfigError(f"--init {source}: not a model folder saved by "
+                              "`citewise train-reranker --save-torch` (no config.json)")
+    model = transformers.AutoModelForSequenceClassification.from_pretrained(
+        str(source), num_labels=1, local_files_only=True, attn_implementation="eager")
+    return model
 
 
 def _with_lora(model: Any, config: TrainConfig) -> Any:
