@@ -24,6 +24,7 @@ from rich.table import Table
 from citewise.answer.answerer import to_evidence
 from citewise.config import SearchMode, Settings
 from citewise.errors import CitewiseError, ConfigError
+from citewise.train import Loss
 
 app = typer.Typer(
     help="Ask your documents: hybrid search with cited answers, offline by default.",
@@ -526,8 +527,9 @@ def train_reranker(
     batch_size: Annotated[int, typer.Option(min=1, help="Pairs per optimiser step.")] = 16,
     group_size: Annotated[int, typer.Option(
         min=2, help="Pairs of one question in a step: 1 positive + hard negatives.")] = 4,
-    loss: Annotated[str, typer.Option(
-        help="listwise (softmax over each group + binary cross-entropy) or pointwise.")] = "listwise",
+    loss: Annotated[Loss, typer.Option(
+        help="listwise (softmax over each group + binary cross-entropy) or pointwise.")
+    ] = Loss.LISTWISE,
     head_lr_scale: Annotated[float, typer.Option(
         min=0.0, help="Learning rate of the new head, as a multiple of --lr.")] = 20.0,
     init: Annotated[Path | None, typer.Option(
@@ -557,7 +559,7 @@ def train_reranker(
         config = TrainConfig(lora=lora, max_length=max_length, batch_size=batch_size,
                              epochs=epochs, lr=lr, max_steps=max_steps, seed=seed,
                              threads=settings.threads, quantize=quantize, group_size=group_size,
-                             loss=loss, head_lr_scale=head_lr_scale,
+                             loss=loss.value, head_lr_scale=head_lr_scale,
                              init=str(init) if init else "")
         examples: list[data.Example] = []
         sources: list[str] = []

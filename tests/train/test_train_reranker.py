@@ -179,11 +179,22 @@ def test_each_group_is_one_positive_then_distinct_negatives_of_its_question():
     ("group_size", 1, "a group needs a positive and at least one negative"),
 ])
 def test_bad_training_settings_are_errors_naming_the_setting(field, value, message):
-    from citewise.train.data import Example
-    from citewise.train.reranker import TrainConfig, fine_tune
+    from citewise.train.reranker import TrainConfig
 
-    with pytest.raises(ConfigError, match=message):
-        fine_tune([Example("q", ("p",), ("n",), "s")], TrainConfig(**{field: value}))
+    with pytest.raises(ConfigError, match=message):  # at once, before any data is prepared
+        TrainConfig(**{field: value})
+
+
+def test_the_cli_refuses_bad_training_settings_before_preparing_data(env, tiny_jsonl):
+    out = env / "x.onnx"
+    bogus = runner.invoke(app, ["train-reranker", str(out), "--jsonl", str(tiny_jsonl),
+                                "--loss", "pairwise"])
+    assert bogus.exit_code == 2 and "pairwise" in bogus.output  # not a choice: usage error
+    no_model = runner.invoke(app, ["train-reranker", str(out), "--jsonl", str(tiny_jsonl),
+                                   "--init", str(env)])
+    assert no_model.exit_code == 1
+    assert "not a model folder saved by" in " ".join(no_model.output.split())
+    assert not out.exists()
 
 
 def test_listwise_training_learns_to_put_the_positive_first(tiny_jsonl):

@@ -223,16 +223,16 @@ class Retriever:
                          filters: Mapping[str, Any] | None = None) -> str | None:
         """The language to prefer for a question in ``language``: the language itself when
         routing is on, no ``language`` filter is given, the index holds more than one detected
-        language (undetermined chunks do not count) and at least :data:`ROUTING_MIN_SHARE` of its chunks are in ``language``; else None."""
+        language (undetermined chunks do not count) and at least :data:`ROUTING_MIN_SHARE` of
+        its chunks are in ``language``; else None."""
         if not self.settings.language_routing or language == UNDETERMINED or (
                 filters and filters.get("language")):
             return None
         counts = self.store.languages()
         total = sum(counts.values())
-        # chunks of no detected language (numbers, symbols) or indexed before detection do not
-        # make an index multilingual: routing would only search every leg twice
-        known = [lang for lang, n in counts.items() if n and lang not in (UNDETERMINED, "")]
-        if len(known) < 2 or counts.get(language, 0) < ROUTING_MIN_SHARE * total:
+        # chunks of no detected language (numbers, symbols) do not make an index multilingual:
+        # routing would only search every leg twice (store.languages() leaves out "")
+        if len(counts.keys() - {UNDETERMINED}) < 2 or counts.get(language, 0) < ROUTING_MIN_SHARE * total:
             return None
         return language
 

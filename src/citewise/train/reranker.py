@@ -35,6 +35,7 @@ Needs the ``train`` extra: ``pip install 'citewise[train]'`` (onnx, peft).
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import random
@@ -49,6 +50,7 @@ import numpy as np
 
 from citewise.errors import ConfigError, ModelError
 from citewise.retrieve.rerank import DEFAULT_MAX_LENGTH, base_tokenizer, encode
+from citewise.train import Loss
 from citewise.train.data import Example, pairs_of
 
 log = logging.getLogger(__name__)
@@ -77,9 +79,23 @@ class TrainConfig:
     threads: int = 2
     quantize: bool = True
     group_size: int = 4
-    loss: str = "listwise"
+    loss: str = Loss.LISTWISE.value
     head_lr_scale: float = 20.0
     init: str = ""
+
+    def __post_init__(self) -> None:
+        """Checks the settings at once, before any slow data preparation: raises ConfigError
+        for an unknown ``loss``, a ``group_size`` under 2 or an ``init`` that is not a folder
+        saved by ``save_torch``."""
+        if self.loss not in {m.value for m in Loss}:
+            raise ConfigError(f"loss: {self.loss!r} is not one of "
+                              f"{', '.join(m.value for m in Loss)}")
+        if self.group_size < 2:
+            raise ConfigError(f"group size: {self.group_size}; a group needs a positive and at "
+                              "least one negative (2 or more)")
+        if self.init and not (Path(self.init).expanduser() / "config.json").is_file():
+            raise ConfigError(f"--init {self.init}: not a model folder saved by "
+                              "`citewise train-reranker --save-torch` (no config.json)")
 
     @property
     def learning_rate(self) -> float:
@@ -125,19 +141,12 @@ def base_model_path() -> Path:
 def load_base(config: TrainConfig) -> Any:
     """``BertForSequenceClassification`` with one label: from ``config.init`` (a folder saved
     by an earlier run) when given, else from the bundled encoder with a new head initialised
-    from ``config.seed``. Eager attention, for a plain ONNX graph. Raises ConfigError when
-    ``config.init`` is not a saved one-label model folder."""
+    from ``config.seed``. Eager attention, for a plain ONNX graph."""
     torch, transformers = _require_training_libs()
     torch.manual_seed(config.seed)
-    source = base_model_path()
-    if config.init:
-        source = Path(config.init).expanduser()
-        if not (source / "config.json").is_file():
-            raise ConfigError(f"--init {source}: not a model folder saved by "
-                              "`citewise train-reranker --save-torch` (no config.json)")
-    model = transformers.AutoModelForSequenceClassification.from_pretrained(
+    source = Path(config.init).expanduser() if config.init else base_model_path()
+    return transformers.AutoModelForSequenceClassification.from_pretrained(
         str(source), num_labels=1, local_files_only=True, attn_implementation="eager")
-    return model
 
 
 def _with_lora(model: Any, config: TrainConfig) -> Any:
@@ -154,9 +163,6 @@ def _with_lora(model: Any, config: TrainConfig) -> Any:
         return get_peft_model(model, lora)
 
 
-LOSSES = ("listwise", "pointwise")
-
-
 def _epoch_groups(examples: Sequence[Example], group_size: int,
                   rng: random.Random) -> list[list[tuple[str, str, float]]]:
     """One group per (question, positive): ``[(q, positive, 1.0), (q, negative, 0.0), ...]``
@@ -170,12 +176,7 @@ def _epoch_groups(examples: Sequence[Example], group_size: int,
     return groups
 
 
-def _check(examples: Sequence[Example], config: TrainConfig) -> list[Example]:
-    if config.loss not in LOSSES:
-        raise ConfigError(f"loss: {config.loss!r} is not one of {', '.join(LOSSES)}")
-    if config.group_size < 2:
-        raise ConfigError(f"group size: {config.group_size}; a group needs a positive and at "
-                          "least one negative (2 or more)")
+def _usable(examples: Sequence[Example]) -> list[Example]:
     usable = [e for e in examples if e.positives and e.negatives]
     if not usable:
         raise ConfigError(f"training needs questions with a positive and a negative passage; "
@@ -189,16 +190,19 @@ def fine_tune(examples: Sequence[Example], config: TrainConfig,
     docstring for the groups and the loss); returns the model (LoRA merged) in eval mode and
     stats ``steps``, ``seconds``, ``final_loss``, ``trainable``. Groups are drawn and shuffled
     with ``config.seed``, so a run is repeatable on the same machine. Raises ConfigError when
-    no question has both a positive and a negative, or for a bad ``loss``/``group_size``."""
+    no question has both a positive and a negative."""
     torch, transformers = _require_training_libs()
-    usable = _check(examples, config)
+    usable = _usable(examples)
     torch.set_num_threads(config.threads)
     model = load_base(config)
     if config.lora:
         model = _with_lora(model, config)
     params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
     trainable = sum(p.numel() for _, p in params)
-    is_head = lambda name: "classifier" in name or "pooler" in name  # noqa: E731
+
+    def is_head(name: str) -> bool:  # the new classifier and the pooler under it
+        return "classifier" in name or "pooler" in name
+
     lr = config.learning_rate
     optim = torch.optim.AdamW(
         [{"params": [p for n, p in params if not is_head(n)], "lr": lr},
@@ -225,11 +229,11 @@ def fine_tune(examples: Sequence[Example], config: TrainConfig,
             feed = encode(tokenizer, [(q, p) for q, p, _ in flat])
             logits = model(**{k: torch.from_numpy(v) for k, v in feed.items()}).logits.squeeze(-1)
             loss = bce(logits, torch.tensor([y for _, _, y in flat], dtype=torch.float32))
-            if config.loss == "listwise":
+            if config.loss == Loss.LISTWISE.value:
                 bounds = np.cumsum([0] + [len(g) for g in batch])
                 loss = loss + torch.stack([
                     -torch.log_softmax(logits[a:b], dim=0)[0]  # the positive is first
-                    for a, b in zip(bounds[:-1], bounds[1:], strict=True)]).mean()
+                    for a, b in itertools.pairwise(bounds)]).mean()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optim.step()
