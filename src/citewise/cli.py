@@ -555,6 +555,10 @@ def train_reranker(
     with _errors():
         if not (scifact or xquad or jsonl):
             raise ConfigError("give training data: --scifact, --xquad and/or --jsonl")
+        if out.suffix != ".onnx":  # checked again by train(); here before any slow work
+            raise ConfigError(f"{out}: the reranker file name must end in .onnx")
+        if save_torch is not None and save_torch.exists() and not save_torch.is_dir():
+            raise ConfigError(f"--save-torch {save_torch}: is a file; give a folder")
         settings = Settings()
         config = TrainConfig(lora=lora, max_length=max_length, batch_size=batch_size,
                              epochs=epochs, lr=lr, max_steps=max_steps, seed=seed,

@@ -194,6 +194,12 @@ def test_the_cli_refuses_bad_training_settings_before_preparing_data(env, tiny_j
                                    "--init", str(env)])
     assert no_model.exit_code == 1
     assert "not a model folder saved by" in " ".join(no_model.output.split())
+    onto_file = runner.invoke(app, ["train-reranker", str(out), "--jsonl", str(tiny_jsonl),
+                                    "--save-torch", str(tiny_jsonl)])
+    assert onto_file.exit_code == 1 and "is a file; give a folder" in " ".join(onto_file.output.split())
+    not_onnx = runner.invoke(app, ["train-reranker", str(env / "outdir"), "--jsonl",
+                                   str(tiny_jsonl)])
+    assert not_onnx.exit_code == 1 and "must end in .onnx" in " ".join(not_onnx.output.split())
     assert not out.exists()
 
 
@@ -223,3 +229,19 @@ def test_listwise_training_learns_to_put_the_positive_first(tiny_jsonl):
     assert stats["steps"] == 24
     after = firsts(model)
     assert after >= 7 and after > before, (before, after)
+
+
+def test_a_text_positive_is_never_mined_back_as_a_negative(make_engine, tmp_path):
+    """Regression: a positive given as text (a sentence of the right chunk, without its title
+    line) only excluded a chunk whose passage equalled it exactly, so mining took the right
+    chunk itself as a hard negative and training learned to rank the answer low."""
+    from tests.conftest import CASES
+
+    engine = make_engine()
+    engine.ingest([CASES / "c39_small_corpus", CASES / "c21_delete"])
+    path = tmp_path / "feedback.jsonl"
+    path.write_text(json.dumps({
+        "query": "When is the Project Marigold launch?",
+        "positive": ["The public launch date for Project Marigold is 14 March."]}) + "\n")
+    [example] = resolve_examples(read_jsonl(path), "feedback", engine.retriever, negatives=3)
+    assert example.negatives and all("14 March" not in n for n in example.negatives)

@@ -32,6 +32,7 @@ from pathlib import Path
 from citewise.config import SearchMode, Settings
 from citewise.errors import ConfigError
 from citewise.eval.datasets import BeirDataset, first_documents, load_beir, load_squad_retrieval
+from citewise.retrieve.analysis import tokenize
 from citewise.retrieve.rerank import passage_text
 from citewise.retrieve.retriever import Retriever
 from citewise.store.base import Store
@@ -259,12 +260,30 @@ def read_jsonl(path: str | Path) -> list[JsonlExample]:
     return out
 
 
+SAME_PASSAGE_SHARE = 0.8
+"""Share of a text positive's analysed terms a mined chunk must hold to count as that
+positive (and so never as a negative)."""
+
+
+def holds_passage(hit: Hit, terms: set[str]) -> bool:
+    """Whether ``hit``'s chunk holds the passage whose analysed terms are ``terms``: at least
+    :data:`SAME_PASSAGE_SHARE` of them occur in the chunk. A positive given as text rarely
+    equals the chunk word for word (markup, a sentence of it, another title line), and an
+    exact comparison mined the right answer as a negative."""
+    assert hit.chunk is not None
+    if not terms:
+        return False
+    found = terms & set(tokenize(hit.chunk.text))
+    return len(found) >= SAME_PASSAGE_SHARE * len(terms)
+
+
 def resolve_examples(examples: Iterable[JsonlExample], source: str,
                      retriever: Retriever | None, negatives: int = 3) -> list[Example]:
     """Turn JSONL examples into :class:`Example`: a string that is a chunk id of the
     retriever's index becomes that chunk's passage, any other string is passage text. An
     example without negatives gets up to ``negatives`` mined from the index (none without an
-    index); an example left with no negative is dropped."""
+    index), never a chunk that is a positive or holds a text positive (:func:`holds_passage`);
+    an example left with no negative is dropped."""
     examples = list(examples)
     store = retriever.store if retriever is not None else None
     ids = [s for e in examples for s in (*e.positive, *e.negative)]
@@ -281,11 +300,15 @@ def resolve_examples(examples: Iterable[JsonlExample], source: str,
         positives = tuple(text(s) for s in e.positive)
         negs = tuple(text(s) for s in e.negative)
         if not negs and retriever is not None and store is not None and store.info().chunks:
-            pos_ids, pos_text = set(e.positive), set(positives)
-            _, mined = mine_negatives(
-                retriever, e.query,
-                lambda h, ids=pos_ids, texts=pos_text: h.chunk_id in ids or _hit_passage(h) in texts,
-                negatives)
+            pos_ids = set(e.positive)
+            pos_terms = [set(tokenize(p)) for s, p in zip(e.positive, positives, strict=True)
+                         if s not in loaded]
+
+            def is_positive(h: Hit, ids: set[str] = pos_ids,
+                            terms: list[set[str]] = pos_terms) -> bool:
+                return h.chunk_id in ids or any(holds_passage(h, t) for t in terms)
+
+            _, mined = mine_negatives(retriever, e.query, is_positive, negatives)
             negs = tuple(_hit_passage(h) for h in mined)
         if negs:
             out.append(Example(e.query, positives, negs, source))
