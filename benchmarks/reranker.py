@@ -6,7 +6,9 @@ reranks the top 30 / 50 / 100 exactly as ``Retriever._rerank`` does (``rerank_we
 and documents are ranked by their best chunk. Each (query, passage) pair is scored once per
 model and reused for the smaller candidate counts. Datasets: SciFact test (300 queries),
 optionally the SciFact train queries held out of training (``--dev``) and the held-out
-XQuAD articles (``citewise.train.data.xquad_split``).
+XQuAD articles (``citewise.train.data.xquad_split``), and span recall@8 on LegalBench-RAG
+CUAD questions (``--cuad N``: a gold span counts as found when one of the top 8 chunks
+overlaps it).
 
 Latency: ``Reranker.score`` on the top 30 and top 100 passages of SciFact test queries on
 ``CITEWISE_THREADS`` threads, median of ``--repeats`` calls per query over ``--latency-queries``
@@ -43,6 +45,7 @@ from citewise.train.data import dev_split, xquad_split
 from citewise.types import Hit
 
 DEPTH = 100
+DATASETS = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
 
 
 class Cached:
@@ -103,6 +106,50 @@ def quality(name: str, dataset: BeirDataset, settings: Settings, models: dict[st
                      **{k: round(m[k], 4) for k in ("nDCG@10", "recall@10", "recall@100",
                                                      "MRR@10")}})
     return rows
+
+
+def cuad_span_recall(n_questions: int, settings: Settings, models: dict[str, Cached],
+                     candidates: list[int], weights: list[float], k: int = 8) -> list[dict]:
+    """Span recall@``k`` on the first ``n_questions`` LegalBench-RAG CUAD questions (by id):
+    the share of gold character spans that one of the top ``k`` chunks overlaps (same contract,
+    ``[char_start, char_end)`` intersecting the span), averaged over questions, for the
+    pipeline without and with each reranker. The collection is the questions' contracts,
+    ingested as files with ``Engine.ingest``."""
+    from citewise.engine import Engine
+
+    data = json.loads((DATASETS / "legalbench_rag_sample" / "cuad_spans.mini.dev.json")
+                      .read_text(encoding="utf-8"))["tests"]
+    items = sorted(data, key=lambda t: t["query_id"])[:n_questions]
+    gold = {t["query_id"]: [(s["file_path"].split("/", 1)[1], s["span"]) for s in t["snippets"]]
+            for t in items}
+    s = settings.model_copy(update={"home": settings.home / "cuad-rerank"})
+    engine = Engine(s)
+    engine.ingest(sorted({DATASETS / "cuad" / "full_contract_txt" / name
+                          for spans in gold.values() for name, _ in spans}))
+
+    def recall(hits: Sequence[Hit], spans: list) -> float:
+        top = [(Path(h.document.path).name, h.chunk.char_start, h.chunk.char_end)
+               for h in hits[:k] if h.chunk is not None and h.document is not None]
+        found = [any(name == f and a < end and start < b for f, a, b in top)
+                 for name, (start, end) in spans]
+        return sum(found) / len(found)
+
+    scores: dict[str, list[float]] = {}
+    for t in items:
+        text, spans = t["query"], gold[t["query_id"]]
+        hits = engine.retriever.rank(text, k=DEPTH, rerank=False)
+        scores.setdefault("pipeline (fusion + coverage)", []).append(recall(hits, spans))
+        query = clean_query(text, settings.max_query_chars)
+        for label, model in models.items():
+            for n in candidates:
+                for w in weights:
+                    s2 = settings.model_copy(update={"rerank_candidates": n, "rerank_weight": w})
+                    ranked = Retriever(s2, engine.store, engine.embedder, model)._rerank(query, hits)
+                    scores.setdefault(f"+ rerank {label}, top {n}, w {w}", []).append(
+                        recall(ranked, spans))
+    return [{"dataset": f"LegalBench-RAG CUAD ({len(items)} questions)", "run": run,
+             "queries": len(v), f"span recall@{k}": round(sum(v) / len(v), 4)}
+            for run, v in scores.items()]
 
 
 def latency(dataset: BeirDataset, settings: Settings, models: dict[str, Reranker],
@@ -174,6 +221,8 @@ def main() -> None:
     ap.add_argument("--weights", default="0.7")
     ap.add_argument("--dev", type=int, default=0, help="SciFact train queries held out of training")
     ap.add_argument("--xquad", type=Path, action="append", default=[])
+    ap.add_argument("--cuad", type=int, default=0,
+                    help="LegalBench-RAG CUAD questions for span recall@8 (first N by id)")
     ap.add_argument("--quality-models", default="", help="labels scored for quality (default all)")
     ap.add_argument("--no-test", action="store_true", help="skip SciFact test")
     ap.add_argument("--latency-queries", type=int, default=10)
@@ -215,6 +264,8 @@ def main() -> None:
         held = xquad_split(load_squad_retrieval(path), held_out=True)
         out["quality"] += quality(f"{path.stem} held-out", held, settings, cached, candidates,
                                   weights)
+    if args.cuad:
+        out["cuad"] = cuad_span_recall(args.cuad, settings, cached, candidates, weights)
     out["rerank_pairs"] = {k: {"pairs": c.pairs, "seconds": round(c.seconds, 1)}
                            for k, c in cached.items()}
     if not args.no_latency and models:
@@ -226,6 +277,10 @@ def main() -> None:
     for r in out["quality"]:
         print(f"| {r['dataset']} | {r['run']} | {r['nDCG@10']:.3f} | {r['recall@10']:.3f} | "
               f"{r['recall@100']:.3f} | {r['MRR@10']:.3f} |")
+    if out.get("cuad"):
+        print("\n| dataset | run | span recall@8 |\n|---|---|---|")
+        for r in out["cuad"]:
+            print(f"| {r['dataset']} | {r['run']} | {r['span recall@8']:.3f} |")
     if out["latency"]:
         print("\n| pairs | model | median ms | p90 ms | ratio to first |")
         print("|---|---|---|---|---|")

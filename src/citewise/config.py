@@ -114,7 +114,7 @@ class Settings(BaseSettings):
         0.3, ge=0.0, le=1.0,
         description="Weight of IDF-weighted query-term coverage in the final score.",
     )
-    rerank_candidates: int = Field(30, ge=1, description="Fused candidates sent to the reranker.")
+    rerank_candidates: int = Field(10, ge=1, description="Fused candidates sent to the reranker.")
     rerank_weight: float = Field(
         0.7, ge=0.0, le=1.0, description="Weight of the reranker score against the fused score."
     )

@@ -31,7 +31,7 @@ def test_the_shipped_file_is_small_and_loads_offline(monkeypatch):
     assert BUNDLED_FILE.is_file() and BUNDLED_FILE.stat().st_size < 30 * 2**20
     reranker = load_reranker(BUNDLED)
     assert isinstance(reranker, OnnxReranker) and reranker.name == str(BUNDLED_FILE)
-    assert reranker.max_length == 256
+    assert reranker.max_length == 192
     scores = reranker.score("Does aspirin reduce the risk of heart attack?", [
         "Aspirin\nDaily low-dose aspirin lowered the rate of myocardial infarction in adults.",
         "Volcanoes\nBasaltic lava flows cool into columnar joints.",
@@ -40,17 +40,17 @@ def test_the_shipped_file_is_small_and_loads_offline(monkeypatch):
     assert scores[0] > scores[1]
 
 
-def test_scores_do_not_depend_on_batching_or_order():
+def test_a_score_does_not_depend_on_the_other_passages_scored_with_it():
+    # regression: int8 dynamic quantisation takes each run's activation scale from the whole
+    # batch (padding included), so batches of 16 moved the shipped model's logits by up to 3.0
     reranker = load_reranker(BUNDLED)
+    assert isinstance(reranker, OnnxReranker) and reranker.quantized and reranker.batch_size == 1
     passages = [f"passage {i} about " + "cells " * (i * 7) for i in range(40)]
     one_by_one = np.array([reranker.score("cell growth", [p])[0] for p in passages])
     together = reranker.score("cell growth", passages)
-    # int8 dynamic quantisation picks each batch's activation scale from the batch itself, so
-    # batching moves a logit slightly (measured: at most 0.008 here); the order of the
-    # passages and the sorting by length must not matter beyond that
-    np.testing.assert_allclose(together, one_by_one, atol=0.02)
+    np.testing.assert_allclose(together, one_by_one, atol=1e-4)
     reverse = reranker.score("cell growth", passages[::-1])[::-1]
-    np.testing.assert_allclose(reverse, together, atol=0.02)
+    np.testing.assert_allclose(reverse, together, atol=1e-4)
     assert reranker.score("q", []).shape == (0,)
 
 
@@ -74,10 +74,12 @@ def test_the_shipped_reranker_does_not_lower_ndcg_below_the_fusion_alone(rows):
     assert reranked["nDCG@10"] >= fusion["nDCG@10"] - 0.005, (reranked, fusion)
 
 
-@pytest.mark.xfail(strict=True, reason="the shipped model (50 steps over 903 pairs on a loaded "
-                   "2-core machine) does not improve the ranking yet: measured 0.786 with and "
-                   "without it; see docs/benchmarks.md. A better model makes this pass, and "
-                   "strict xfail then fails until this marker is removed.")
+@pytest.mark.xfail(strict=True, reason="the shipped model (850 listwise steps on 749 SciFact "
+                   "training questions) orders passages well on its own but does not improve "
+                   "the fusion: measured 0.784 against 0.786 here, 0.720 against 0.717 on 60 "
+                   "held-out training questions; see docs/benchmarks.md#reranker. A better "
+                   "model makes this pass, and strict xfail then fails until this marker is "
+                   "removed.")
 def test_the_shipped_reranker_improves_ndcg_over_the_fusion_alone(rows):
     fusion = rows["pipeline:minilm:weighted"]
     reranked = rows["hybrid:minilm:weighted+rerank"]

@@ -124,7 +124,9 @@ def encode(tokenizer: Tokenizer, pairs: Sequence[tuple[str, str]]) -> dict[str, 
 class OnnxReranker:
     """A cross-encoder exported to ONNX (inputs ``input_ids``, ``attention_mask``,
     ``token_type_ids``, int64 (batch, tokens); output ``logits``, float32 (batch, 1)), run by
-    ONNX Runtime on ``threads`` CPU threads in batches of ``batch_size`` pairs.
+    ONNX Runtime on ``threads`` CPU threads in batches of ``batch_size`` pairs (one pair per
+    run for a dynamically quantised file, whose metadata ``citewise.quantization`` says so,
+    so that a pair's score does not depend on the other pairs).
 
     The longest input is read from the file's metadata (``citewise.max_length``, written by
     ``citewise train-reranker``; 256 when absent). Passages are sorted by length before
@@ -164,7 +166,12 @@ class OnnxReranker:
         self.max_length = int(meta.get("citewise.max_length", DEFAULT_MAX_LENGTH))
         self.tokenizer = base_tokenizer(self.max_length)
         self.name = str(path)
-        self.batch_size = batch_size
+        # dynamic int8 quantisation picks the activation scale of each MatMul from the whole
+        # input tensor of a run, padding included, so a pair's score would depend on the other
+        # pairs of its batch (by up to 3 logits measured on the shipped model): quantised files
+        # score one pair per run, which on 2 cores costs no more than batches of 16
+        self.quantized = meta.get("citewise.quantization", "").startswith("dynamic")
+        self.batch_size = 1 if self.quantized else batch_size
 
     def score(self, query: str, passages: Sequence[str]) -> np.ndarray:
         out = np.zeros(len(passages), dtype=np.float32)
