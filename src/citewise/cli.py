@@ -323,7 +323,8 @@ def search(
     timings = ", ".join(f"{k.removesuffix('_ms')} {v:.1f}" for k, v in result.timings_ms.items())
     console.print(f"[dim]ms: {timings}[/]")
     if not result.reranked:
-        console.print("[dim]rerank: skipped (no CITEWISE_RERANKER_MODEL configured)[/]")
+        console.print("[dim]rerank: skipped (no CITEWISE_RERANKER_MODEL configured, or the "
+                      "question's language is not in CITEWISE_RERANK_LANGUAGES)[/]")
 
 
 @app.command()

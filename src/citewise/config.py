@@ -118,6 +118,13 @@ class Settings(BaseSettings):
     rerank_weight: float = Field(
         0.7, ge=0.0, le=1.0, description="Weight of the reranker score against the fused score."
     )
+    rerank_languages: list[str] = Field(
+        default_factory=lambda: ["en"],
+        description="Languages of the questions the reranker reranks (ISO 639-1 codes as "
+        "detected, a JSON list in the environment: '[\"en\", \"de\"]'); questions in other "
+        "languages keep the fused order. Empty = every language. The shipped reranker reads "
+        "English only (measured on XQuAD-zh: nDCG@10 0.980 -> 0.708 with it).",
+    )
     language_routing: bool = Field(
         True, description="When the index holds several languages, prefer chunks in the "
         "question's language (falling back to the others when none is relevant).",

@@ -7,7 +7,8 @@ scores and a ``relevance`` in [0, 1] that decides between an answer and "not fou
   cosine similarity rescaled by the embedder's typical range (:attr:`Embedder.cosine_range`,
   since cosine scales differ by model: never compare raw cosines across models) and
   ``coverage`` is the IDF-weighted share of the query's terms present in the chunk;
-* with a reranker: the mean of that and ``sigmoid(reranker logit)``.
+* with a reranker: the mean of that and ``sigmoid(reranker logit)`` (questions in a language
+  outside ``Settings.rerank_languages`` are not reranked).
 
 The final ranking score is ``(1 - w) * fused + w * coverage`` (fused min-max normalised over the
 candidates, ``w = Settings.coverage_weight``): a chunk holding more of the question's rare
@@ -214,10 +215,18 @@ class Retriever:
                 return []
             with clock("load_ms"):
                 hits = self._attach(hits, query_vec, terms)
-        if rerank and self.reranker is not None:
+        if rerank and self.reranks(language):
             with clock("rerank_ms"):
                 hits = self._rerank(query, hits)
         return prefer_language(hits, routed) if routed is not None else hits
+
+    def reranks(self, language: str) -> bool:
+        """Whether a question detected as ``language`` is reranked: a reranker is loaded and
+        ``Settings.rerank_languages`` is empty or holds the language (a question of no
+        detected language, such as a bare identifier, is reranked)."""
+        wanted = self.settings.rerank_languages
+        return self.reranker is not None and (
+            not wanted or language in wanted or language == UNDETERMINED)
 
     def routing_language(self, language: str,
                          filters: Mapping[str, Any] | None = None) -> str | None:
@@ -283,7 +292,7 @@ class Retriever:
         timings["total_ms"] = (time.perf_counter() - t0) * 1000
         return SearchResult(
             cleaned, selected, len(hits), timings,
-            reranked=self.reranker is not None,
+            reranked=any(h.rerank is not None for h in hits),
         )
 
     # --- stages ---------------------------------------------------------------------------
