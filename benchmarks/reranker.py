@@ -240,7 +240,7 @@ def main() -> None:
         ds = load_beir(args.scifact, split=split)
         return first_documents(ds, args.corpus_docs) if args.corpus_docs else ds
     if args.write_subset:
-        write_subset(args.write_subset, scifact("test"), settings, 30, 10)
+        write_subset(args.write_subset, scifact("test"), settings, 100, 10)
         return
     models = {}
     for spec in args.model:
