@@ -80,6 +80,14 @@ def test_invalid_setting_names_the_variable(env, monkeypatch):
     assert "top_k" in result.output
 
 
+def test_a_rerank_language_the_detector_never_returns_is_refused(env, monkeypatch):
+    # "english" would never match a detected language code, so nothing would be reranked
+    monkeypatch.setenv("CITEWISE_RERANK_LANGUAGES", "en,english")
+    result = runner.invoke(app, ["status"])
+    assert result.exit_code == 2
+    assert "CITEWISE_RERANK_LANGUAGES" in result.output and "english" in result.output
+
+
 def test_unknown_embedding_model_names_the_setting(env, monkeypatch):
     monkeypatch.setenv("CITEWISE_EMBEDDING_MODEL", "no-such-model")
     result = runner.invoke(app, ["ingest", str(CASES / "c21_delete")])

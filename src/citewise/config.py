@@ -7,18 +7,21 @@ Sources, highest priority first: keyword arguments, ``CITEWISE_*`` environment v
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import tomllib
 from enum import Enum
-from typing import Literal
+from typing import Annotated, Literal
 from pathlib import Path
 
 from citewise.errors import ConfigError
+from citewise.retrieve.language import LANGUAGE_NAMES
 
 from pydantic import SecretStr, Field, field_validator
 from pydantic_settings import (
     BaseSettings,
+    NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
@@ -118,12 +121,12 @@ class Settings(BaseSettings):
     rerank_weight: float = Field(
         0.7, ge=0.0, le=1.0, description="Weight of the reranker score against the fused score."
     )
-    rerank_languages: list[str] = Field(
+    rerank_languages: Annotated[list[str], NoDecode] = Field(
         default_factory=lambda: ["en"],
-        description="Languages of the questions the reranker reranks (ISO 639-1 codes as "
-        "detected, a JSON list in the environment: '[\"en\", \"de\"]'); questions in other "
-        "languages keep the fused order. Empty = every language. The shipped reranker reads "
-        "English only (measured on XQuAD-zh: nDCG@10 0.980 -> 0.708 with it).",
+        description="Languages of the questions the reranker reranks, as detected (ISO 639-1: "
+        "en ru kk zh ja ko ar el he), comma-separated or a JSON list: 'en,ru'; questions in "
+        "other languages keep the fused order. Empty = every language. The shipped reranker "
+        "reads English only (measured on XQuAD-zh: nDCG@10 0.980 -> 0.708 with it).",
     )
     language_routing: bool = Field(
         True, description="When the index holds several languages, prefer chunks in the "
@@ -290,6 +293,24 @@ class Settings(BaseSettings):
                 raise ValueError(f"{where}: the collections must be a non-empty list of names "
                                  "(letters, digits, _ and -, up to 64) or [\"*\"]")
         return value
+
+    @field_validator("rerank_languages", mode="before")
+    @classmethod
+    def _known_languages(cls, value: object) -> list[str]:
+        """``"en,ru"``, ``'["en", "ru"]'`` or a list, lower-cased; raises ValueError naming
+        the codes the language detector cannot return (they would never be reranked)."""
+        if isinstance(value, str):
+            text = value.strip()
+            value = json.loads(text) if text.startswith("[") else [
+                c for c in text.split(",") if c.strip()]
+        if not isinstance(value, list) or not all(isinstance(c, str) for c in value):
+            raise ValueError("give language codes, comma-separated (en,ru) or a JSON list")
+        codes = [c.strip().lower() for c in value]
+        unknown = [c for c in codes if c not in LANGUAGE_NAMES]
+        if unknown:
+            raise ValueError(f"unknown language code(s) {', '.join(unknown)}; use ISO 639-1 "
+                             f"codes the detector returns: {' '.join(LANGUAGE_NAMES)}")
+        return codes
 
     @field_validator("home", mode="after")
     @classmethod

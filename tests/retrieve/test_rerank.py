@@ -73,3 +73,11 @@ def test_only_questions_in_the_rerankers_languages_are_reranked(make_engine, lan
     assert result.reranked is reranked
     assert ("rerank_ms" in result.timings_ms) is reranked
     assert all((h.rerank is not None) is reranked for h in result.hits)
+
+
+@pytest.mark.parametrize(("given", "codes"), [
+    ("en, RU", ["en", "ru"]), ('["kk"]', ["kk"]), ("", []), (["zh"], ["zh"])])
+def test_rerank_languages_are_read_as_detected_codes(given, codes):
+    from citewise.config import Settings
+
+    assert Settings(rerank_languages=given).rerank_languages == codes
