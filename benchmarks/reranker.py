@@ -45,7 +45,6 @@ from citewise.train.data import dev_split, xquad_split
 from citewise.types import Hit
 
 DEPTH = 100
-DATASETS = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
 
 
 class Cached:
@@ -115,17 +114,14 @@ def cuad_span_recall(n_questions: int, settings: Settings, models: dict[str, Cac
     ``[char_start, char_end)`` intersecting the span), averaged over questions, for the
     pipeline without and with each reranker. The collection is the questions' contracts,
     ingested as files with ``Engine.ingest``."""
+    from answers import DATASETS, cuad_items
+
     from citewise.engine import Engine
 
-    data = json.loads((DATASETS / "legalbench_rag_sample" / "cuad_spans.mini.dev.json")
-                      .read_text(encoding="utf-8"))["tests"]
-    items = sorted(data, key=lambda t: t["query_id"])[:n_questions]
-    gold = {t["query_id"]: [(s["file_path"].split("/", 1)[1], s["span"]) for s in t["snippets"]]
-            for t in items}
-    s = settings.model_copy(update={"home": settings.home / "cuad-rerank"})
-    engine = Engine(s)
+    items = cuad_items(n_questions)
+    engine = Engine(settings.model_copy(update={"home": settings.home / "cuad-rerank"}))
     engine.ingest(sorted({DATASETS / "cuad" / "full_contract_txt" / name
-                          for spans in gold.values() for name, _ in spans}))
+                          for item in items for name, _ in item["spans"]}))
 
     def recall(hits: Sequence[Hit], spans: list) -> float:
         top = [(Path(h.document.path).name, h.chunk.char_start, h.chunk.char_end)
@@ -135,8 +131,8 @@ def cuad_span_recall(n_questions: int, settings: Settings, models: dict[str, Cac
         return sum(found) / len(found)
 
     scores: dict[str, list[float]] = {}
-    for t in items:
-        text, spans = t["query"], gold[t["query_id"]]
+    for item in items:
+        text, spans = item["question"], item["spans"]
         hits = engine.retriever.rank(text, k=DEPTH, rerank=False)
         scores.setdefault("pipeline (fusion + coverage)", []).append(recall(hits, spans))
         query = clean_query(text, settings.max_query_chars)
