@@ -12,13 +12,10 @@ import os
 import re
 import tomllib
 from enum import Enum
-from typing import Annotated, Literal
 from pathlib import Path
+from typing import Annotated, Literal
 
-from citewise.errors import ConfigError
-from citewise.retrieve.language import LANGUAGE_NAMES
-
-from pydantic import SecretStr, Field, field_validator
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -26,6 +23,9 @@ from pydantic_settings import (
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
+
+from citewise.errors import ConfigError
+from citewise.retrieve.language import LANGUAGE_NAMES
 
 
 class Fusion(str, Enum):

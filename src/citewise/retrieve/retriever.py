@@ -41,8 +41,8 @@ from citewise.config import SearchMode, Settings
 from citewise.errors import QueryError
 from citewise.retrieve.analysis import tokenize
 from citewise.retrieve.embedding import Embedder
-from citewise.retrieve.language import UNDETERMINED, detect_language
 from citewise.retrieve.fusion import fuse
+from citewise.retrieve.language import UNDETERMINED, detect_language
 from citewise.retrieve.rerank import Reranker, passage_text, sigmoid
 from citewise.store.base import Store
 from citewise.types import Hit
@@ -241,7 +241,8 @@ class Retriever:
         total = sum(counts.values())
         # chunks of no detected language (numbers, symbols) do not make an index multilingual:
         # routing would only search every leg twice (store.languages() leaves out "")
-        if len(counts.keys() - {UNDETERMINED}) < 2 or counts.get(language, 0) < ROUTING_MIN_SHARE * total:
+        if (len(counts.keys() - {UNDETERMINED}) < 2
+                or counts.get(language, 0) < ROUTING_MIN_SHARE * total):
             return None
         return language
 
