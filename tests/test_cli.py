@@ -80,6 +80,15 @@ def test_invalid_setting_names_the_variable(env, monkeypatch):
     assert "top_k" in result.output
 
 
+def test_a_list_setting_that_is_not_json_names_the_variable(env, monkeypatch):
+    # regression: pydantic-settings' SettingsError escaped as a traceback with exit 1
+    monkeypatch.setenv("CITEWISE_CORS_ORIGINS", "https://docs.example.org")
+    result = runner.invoke(app, ["status"])
+    assert result.exit_code == 2
+    assert "CITEWISE_CORS_ORIGINS" in result.output and "JSON" in result.output
+    assert "Traceback" not in result.output
+
+
 def test_a_rerank_language_the_detector_never_returns_is_refused(env, monkeypatch):
     # "english" would never match a detected language code, so nothing would be reranked
     monkeypatch.setenv("CITEWISE_RERANK_LANGUAGES", "en,english")

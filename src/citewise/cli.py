@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,6 +17,7 @@ from typing import Annotated, Any
 
 import typer
 from pydantic import ValidationError
+from pydantic_settings import SettingsError
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -81,6 +83,14 @@ def _errors() -> Iterator[None]:
                 f"[bold red]invalid setting:[/] {name} (CITEWISE_{name.upper()}): "
                 f"{escape(e['msg'])}, got {escape(repr(e.get('input')))}"
             )
+        raise typer.Exit(2) from None
+    except SettingsError as err:  # a list or object setting whose value is not JSON
+        found = re.search(r'field "(\w+)"', str(err))
+        name = found.group(1) if found else "a list or object setting"
+        env = f" (CITEWISE_{name.upper()})" if found else ""
+        err_console.print(f"[bold red]invalid setting:[/] {name}{env}: the value is not valid "
+                          "JSON; give a JSON list or object, for example '[\"a\", \"b\"]' "
+                          "(see docs/configuration.md)")
         raise typer.Exit(2) from None
 
 
