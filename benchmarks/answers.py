@@ -1,28 +1,41 @@
-"""Answer quality and speed: the bundled local LLMs against the extractive answer, same run.
+"""The answer benchmark: is a cited answer right, rightly cited, honest, and fast?
 
-A fixed set of 40 questions with gold answers from ../shared/datasets:
+One command measures the answerers on five jobs, from fixed, versioned question sets:
 
-* 15 XQuAD questions in English and the same 15 in Russian (every 80th question id in file
-  order; gold = the short answer span), over all 240 XQuAD paragraphs of that language;
-* 10 LegalBench-RAG CUAD questions (the first 10 query ids of ``cuad_spans.mini.dev.json``;
-  gold = a character span of the contract), over the contracts those questions name.
+* ``docs``: 72 questions about citewise's own ``docs/`` (``benchmarks/answer_questions/
+  docs.jsonl``; 54 answerable with gold key strings and the gold file and quote, 18 that the
+  docs do not answer), over an index of ``docs/``;
+* ``code``: 20 questions about the source of the installed ``click`` package
+  (``answer_questions/code.jsonl``), over an index of that package;
+* ``xquad-en`` / ``xquad-ru``: 15 XQuAD questions each (every 80th question id in file order;
+  gold = the short answer span), over all 240 paragraphs of the language;
+* ``cuad``: 10 LegalBench-RAG CUAD questions (the first 10 query ids of
+  ``cuad_spans.mini.dev.json``; gold = a character span), over the contracts they name;
+* ``kazakh``: the first 10 ``kazakh_legal_qa`` dev questions, over their gold documents and 40
+  other documents of the corpus (the first 40 non-gold ones by file order).
 
-For every answerer (``extractive`` and each local model) and question, the same retrieval
-feeds the answer. Measured:
+The docs and code sets are split ``dev`` (tune on these) and ``test`` (held out, reported,
+never tuned on); ``--split`` picks them.
 
-* ``accuracy``: XQuAD: the normalised gold answer occurs in the normalised answer text
-  (SQuAD normalisation: case, punctuation, articles); CUAD: a passage the answer cites overlaps
-  the gold span (the answer points the reader at the right clause).
-* ``citation precision (gold)``: of the passages an answer cites, the share that hold the gold
-  answer (XQuAD: the gold paragraph; CUAD: overlaps the gold span).
-* ``supported``: share of answer sentences whose citations support them
-  (:func:`citewise.answer.grounding.check_support`; extractive answers quote, so 1.0).
-* ``first token`` and ``tokens/s`` of the LLM; whole-answer seconds.
+Measured, per answerer x evidence mode x collection:
+
+* ``accuracy``: answerable questions: the answer is not "not found" and holds every key string
+  of one gold alternative (docs, code; normalised: case, punctuation, articles), the short
+  gold answer (XQuAD), or cites the gold span (CUAD) or gold document (Kazakh); unanswerable
+  questions: the answer says the documents do not contain it.
+* ``citation precision``: of the passages an answer cites, the share that hold the gold answer
+  (docs/code: the gold file with overlapping lines; XQuAD: the gold paragraph; CUAD: overlaps
+  the gold span; Kazakh: the gold document).
+* ``abstention``: recall = share of unanswerable questions declined; ``false abstention`` =
+  share of answerable questions declined.
+* ``wrong & supported``: answers that are wrong yet every sentence passed the support check.
+* first-token p50/p95 and whole-answer p50 (seconds, the ``Engine.ask`` call), prompt tokens.
 
 Usage::
 
-    python benchmarks/answers.py [--answerers extractive,qwen2.5-coder-1.5b,qwen2.5-coder-0.5b]
-        [--threads 2] [--json results.json] [--collections xquad-en] [--limit 5]
+    python benchmarks/answers.py [--answerers extractive,qwen2.5-coder-1.5b]
+        [--evidence sentences,passages] [--split dev|test|all] [--collections docs,code]
+        [--threads 2] [--json results.json] [--limit 5]
 """
 
 from __future__ import annotations
@@ -45,8 +58,12 @@ from citewise.eval.run import build_index
 from citewise.types import Answer
 
 DATASETS = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
+QUESTIONS = Path(__file__).resolve().parent / "answer_questions"
+ROOT = Path(__file__).resolve().parents[1]
 XQUAD_STEP = 80
 CUAD_QUESTIONS = 10
+KAZAKH_QUESTIONS = 10
+KAZAKH_DISTRACTORS = 40
 
 
 def normalise(text: str) -> str:
@@ -82,126 +99,237 @@ def cuad_items(n: int = CUAD_QUESTIONS) -> list[dict[str, Any]]:
     return items
 
 
-def judge(answer: Answer, item: dict[str, Any], kind: str) -> dict[str, Any]:
+def jsonl_items(name: str, split: str) -> list[dict[str, Any]]:
+    rows = [json.loads(line) for line in (QUESTIONS / f"{name}.jsonl").read_text(
+        encoding="utf-8").splitlines() if line.strip()]
+    return [r for r in rows if split == "all" or r["split"] == split]
+
+
+def gold_lines(root: Path, item: dict[str, Any]) -> list[tuple[str, int, int]]:
+    """(file, first line, last line) of each gold quote; ValueError naming the question when
+    a quote is no longer in its file (the docs changed: fix the question set)."""
+    out = []
+    for place in [{"file": item.get("file"), "quote": item.get("quote")}, *item.get("also", [])]:
+        if not place.get("file"):
+            continue
+        text = (root / place["file"]).read_text(encoding="utf-8")
+        at = text.find(place["quote"])
+        if at < 0:
+            raise ValueError(f"{item['id']}: its quote is no longer in {place['file']}")
+        first = text.count("\n", 0, at) + 1
+        out.append((place["file"], first, first + place["quote"].count("\n")))
+    return out
+
+
+def keys_match(text: str, answers: list[list[str]]) -> bool:
+    norm = normalise(text)
+    return any(all(normalise(k) in norm for k in alt) for alt in answers)
+
+
+def kazakh_items(home: Path) -> tuple[list[Path], list[dict[str, Any]]]:
+    """The first KAZAKH_QUESTIONS dev questions with their gold file present, and the corpus
+    files to index (their gold documents and KAZAKH_DISTRACTORS others), written under
+    ``home``."""
+    folder = DATASETS / "kazakh_legal_qa"
+    questions = [q for q in json.loads((folder / "questions.dev.json").read_text(
+        encoding="utf-8"))["questions"] if q.get("corpus_file_present", True)][:KAZAKH_QUESTIONS]
+    gold = {q["corpus_file"] for q in questions}
+    docs = [json.loads(line) for line in (folder / "corpus.jsonl").read_text(
+        encoding="utf-8").splitlines() if line.strip()]
+    keep = [d for d in docs if d["doc_id"].strip() in {g.strip() for g in gold}]
+    keep += [d for d in docs if d["doc_id"].strip() not in {g.strip() for g in gold}][
+        :KAZAKH_DISTRACTORS]
+    out = home / "kazakh-corpus"
+    out.mkdir(parents=True, exist_ok=True)
+    files = []
+    for i, d in enumerate(keep):
+        path = out / f"{i:03d}.txt"
+        path.write_text(d["text"], encoding="utf-8")
+        files.append(path)
+        d["_file"] = path.name
+    by_id = {d["doc_id"].strip(): d["_file"] for d in keep}
+    items = [{"id": q["id"], "question": q["question"], "answerable": True,
+              "gold_file": by_id[q["corpus_file"].strip()]} for q in questions]
+    return files, items
+
+
+def judge(answer: Answer, item: dict[str, Any], kind: str, root: Path | None) -> dict[str, Any]:
     cited = [c for c in answer.citations if c.n in answer.cited]
-    if kind == "xquad":
+    answerable = item.get("answerable", True)
+    if kind in ("docs", "code"):
+        places = gold_lines(root, item) if answerable else []  # type: ignore[arg-type]
+        good = [c for c in cited if any(
+            c.path.endswith(f) and c.line_start is not None
+            and c.line_start <= last and first <= (c.line_end or c.line_start)
+            for f, first, last in places)]
+        correct = (answer.found and keys_match(answer.text, item["answers"])) if answerable \
+            else not answer.found
+    elif kind == "xquad":
         good = [c for c in cited if c.document_id == item["gold_doc"] or
                 c.path == item["gold_doc"]]
         correct = answer.found and any(normalise(a) in normalise(answer.text)
                                        for a in item["answers"])
+    elif kind == "kazakh":
+        good = [c for c in cited if Path(c.path).name == item["gold_file"]]
+        correct = answer.found and bool(good)
     else:
         good = [c for c in cited if any(
             Path(c.path).name == name and c.char_start < end and start < c.char_end
             for name, (start, end) in item["spans"])]
         correct = answer.found and bool(good)
-    support = answer.support
     if answer.mode == "extractive":
         support_share = 1.0 if answer.found else None
     else:
-        support_share = citation_precision(support)
-    return {"correct": correct, "cited": len(cited), "cited_gold": len(good),
-            "supported": support_share}
+        support_share = citation_precision(answer.support)
+    all_supported = answer.found and (answer.mode == "extractive" or (
+        bool(answer.support) and all(x.supported for x in answer.support)))
+    return {"correct": bool(correct), "answerable": answerable, "found": answer.found,
+            "cited": len(cited), "cited_gold": len(good), "supported": support_share,
+            "wrong_supported": bool(answerable and answer.found and not correct
+                                    and all_supported)}
 
 
-def engines(settings: Settings, answerers: list[str], store_path: str) -> dict[str, Engine]:
+def engines(settings: Settings, answerers: list[str], evidence: list[str],
+            store_path: str) -> dict[tuple[str, str], Engine]:
     out = {}
     shared: Engine | None = None
     for name in answerers:
-        s = settings.model_copy(update={
-            "store": store_path,
-            "llm_provider": "none" if name == "extractive" else "local",
-            "llm_model": "" if name == "extractive" else name,
-        })
-        engine = Engine(s)
-        if shared is not None:  # one embedder and store for all answerers
-            engine.__dict__["embedder"] = shared.embedder
-        shared = shared or engine
-        out[name] = engine
+        for mode in evidence:
+            s = settings.model_copy(update={
+                "store": store_path, "evidence": mode,
+                "llm_provider": "none" if name == "extractive" else "local",
+                "llm_model": "" if name == "extractive" else name,
+            })
+            engine = Engine(s)
+            if shared is not None:  # one embedder and store for all answerers
+                engine.__dict__["embedder"] = shared.embedder
+            shared = shared or engine
+            out[(name, mode)] = engine
     return out
 
 
-def run(answerers: list[str], threads: int, home: Path, collections_wanted: set[str] | None = None,
+def ingested(settings: Settings, home: Path, name: str, paths: list[Path]) -> str:
+    s = settings.model_copy(update={"home": home / name, "llm_provider": "none"})
+    Engine(s).ingest(paths)
+    return str(s.index_path)
+
+
+def collections(base: Settings, home: Path, wanted: set[str] | None, split: str
+                ) -> list[tuple[str, str, str, list[dict[str, Any]], Path | None]]:
+    """(name, kind, index path, questions, root of the gold files) of each wanted one."""
+    out = []
+    want = (lambda c: wanted is None or c in wanted)
+    if want("docs"):
+        out.append(("docs", "docs", ingested(base, home, "docs", [ROOT / "docs"]),
+                    jsonl_items("docs", split), ROOT))
+    if want("code"):
+        import click
+        pkg = Path(click.__file__).parent
+        out.append(("code", "code", ingested(base, home, "code", [pkg]),
+                    jsonl_items("code", split), pkg.parent))
+    for lang in ("en", "ru"):
+        if want(f"xquad-{lang}"):
+            dataset, items = xquad_items(lang)
+            store, _ = build_index(dataset, base, base.embedding_model, home / "eval")
+            path = str(store.path)
+            store.close()
+            out.append((f"xquad-{lang}", "xquad", path, items, None))
+    if want("cuad"):
+        cuad = cuad_items()
+        files = sorted({DATASETS / "cuad" / "full_contract_txt" / name
+                        for item in cuad for name, _ in item["spans"]})
+        out.append(("cuad", "cuad", ingested(base, home, "cuad", files), cuad, None))
+    if want("kazakh"):
+        files, items = kazakh_items(home)
+        out.append(("kazakh", "kazakh", ingested(base, home, "kazakh", files), items, None))
+    return out
+
+
+def run(answerers: list[str], evidence: list[str], threads: int, home: Path,
+        wanted: set[str] | None = None, split: str = "dev",
         limit: int | None = None) -> list[dict[str, Any]]:
     base = Settings(home=home, llm_threads=threads, threads=threads)
     rows: list[dict[str, Any]] = []
-    collections: list[tuple[str, str, list[dict[str, Any]]]] = []
-    for lang in ("en", "ru"):
-        dataset, items = xquad_items(lang)
-        store, _ = build_index(dataset, base, base.embedding_model, home / "eval")
-        path = str(store.path)
-        store.close()
-        collections.append((f"xquad-{lang}", path, items))
-    cuad = cuad_items()
-    cuad_home = home / "cuad"
-    cuad_settings = base.model_copy(update={"home": cuad_home, "llm_provider": "none"})
-    ingest_engine = Engine(cuad_settings)
-    files = sorted({DATASETS / "cuad" / "full_contract_txt" / name
-                    for item in cuad for name, _ in item["spans"]})
-    ingest_engine.ingest(files)
-    collections.append(("cuad", str(cuad_settings.index_path), cuad))
-    for collection, store_path, items in collections:
-        if collections_wanted and collection not in collections_wanted:
-            continue
+    for collection, kind, store_path, items, root in collections(base, home, wanted, split):
         items = items[:limit] if limit else items
-        kind = "cuad" if collection == "cuad" else "xquad"
-        by_name = engines(base, answerers, store_path)
+        by_name = engines(base, answerers, evidence, store_path)
         for item in items:
-            for name, engine in by_name.items():
+            for (name, mode), engine in by_name.items():
                 t0 = time.perf_counter()
                 answer = engine.ask(item["question"], extractive=name == "extractive")
                 seconds = time.perf_counter() - t0
                 if answer.mode == "llm" and not answer.support and answer.found:
                     answer = replace(answer, support=check_support(answer.text, ()))
                 row = {"collection": collection, "id": item["id"], "answerer": name,
-                       "mode": answer.mode, "fallback": answer.fallback_reason,
+                       "evidence": mode, "mode": answer.mode, "fallback": answer.fallback_reason,
                        "seconds": seconds, "text": answer.text,
                        "first_token_ms": answer.metrics.get("llm_first_token_ms"),
+                       "prompt_tokens": answer.metrics.get("prompt_tokens"),
                        "tokens_per_s": answer.metrics.get("llm_tokens_per_s"),
-                       **judge(answer, item, kind)}
+                       **judge(answer, item, kind, root)}
                 rows.append(row)
-                print(json.dumps({k: row[k] for k in ("collection", "id", "answerer",
-                                                      "correct", "cited_gold", "seconds")}),
-                      flush=True)
+                print(json.dumps({k: row[k] for k in ("collection", "id", "answerer", "evidence",
+                                                      "correct", "found", "cited_gold",
+                                                      "seconds")}), flush=True)
     return rows
 
 
+def _pct(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+
+
 def summary(rows: list[dict[str, Any]]) -> str:
-    out = ["| answerer | collection | questions | accuracy | citation precision (gold) | "
-           "supported | first token s (p50) | tokens/s (p50) | s/answer (p50) |",
-           "|---|---|---|---|---|---|---|---|---|"]
-    names = list(dict.fromkeys(r["answerer"] for r in rows))
-    for name in names:
+    out = ["| answerer | evidence | collection | questions | accuracy | citation precision | "
+           "abstained (unanswerable) | abstained (answerable) | wrong & supported | "
+           "first token s p50 / p95 | s/answer p50 | prompt tokens p50 |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    keys = list(dict.fromkeys((r["answerer"], r["evidence"]) for r in rows))
+    for name, mode in keys:
         for coll in [*dict.fromkeys(r["collection"] for r in rows), "all"]:
-            rs = [r for r in rows if r["answerer"] == name and coll in ("all", r["collection"])]
+            rs = [r for r in rows if (r["answerer"], r["evidence"]) == (name, mode)
+                  and coll in ("all", r["collection"])]
             if not rs:
                 continue
             cited = sum(r["cited"] for r in rs)
-            sup = [r["supported"] for r in rs if r["supported"] is not None]
+            un = [r for r in rs if not r["answerable"]]
+            ans = [r for r in rs if r["answerable"]]
             ft = [r["first_token_ms"] / 1000 for r in rs if r["first_token_ms"]]
-            tps = [r["tokens_per_s"] for r in rs if r["tokens_per_s"]]
+            pt = [r["prompt_tokens"] for r in rs if r["prompt_tokens"]]
+            abst_un = (f"{sum(not r['found'] for r in un)}/{len(un)}" if un else "-")
+            abst_an = f"{sum(not r['found'] for r in ans)}/{len(ans)}"
             out.append(
-                f"| {name} | {coll} | {len(rs)} | {sum(r['correct'] for r in rs) / len(rs):.2f} | "
+                f"| {name} | {mode} | {coll} | {len(rs)} | "
+                f"{sum(r['correct'] for r in rs) / len(rs):.2f} | "
                 f"{(sum(r['cited_gold'] for r in rs) / cited) if cited else 0:.2f} | "
-                f"{statistics.mean(sup) if sup else 0:.2f} | "
-                f"{statistics.median(ft) if ft else 0:.1f} | "
-                f"{statistics.median(tps) if tps else 0:.1f} | "
-                f"{statistics.median(r['seconds'] for r in rs):.1f} |")
+                f"{abst_un} | {abst_an} | {sum(r['wrong_supported'] for r in rs)} | "
+                f"{_pct(ft, 0.5):.1f} / {_pct(ft, 0.95):.1f} | "
+                f"{statistics.median(r['seconds'] for r in rs):.1f} | "
+                f"{int(_pct(pt, 0.5)) if pt else '-'} |")
     return "\n".join(out)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--answerers", default="extractive,qwen2.5-coder-1.5b,qwen2.5-coder-0.5b")
+    ap.add_argument("--answerers", default="extractive,qwen2.5-coder-1.5b")
+    ap.add_argument("--evidence", default="sentences",
+                    help="Comma-separated evidence modes to compare: sentences,passages.")
+    ap.add_argument("--split", default="dev", choices=["dev", "test", "all"],
+                    help="Which docs/code questions (dev: tune; test: held out).")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--home", type=Path, default=Path.home() / ".citewise-bench")
     ap.add_argument("--json", type=Path, help="Write every answer here.")
     ap.add_argument("--collections", default="",
-                    help="Comma-separated subset of xquad-en,xquad-ru,cuad (default: all).")
+                    help="Comma-separated subset of docs,code,xquad-en,xquad-ru,cuad,kazakh "
+                         "(default: all).")
     ap.add_argument("--limit", type=int, default=None,
                     help="First N questions of each collection (a quick speed check).")
     args = ap.parse_args()
     wanted = set(filter(None, args.collections.split(","))) or None
-    rows = run(args.answerers.split(","), args.threads, args.home, wanted, args.limit)
+    rows = run(args.answerers.split(","), args.evidence.split(","), args.threads, args.home,
+               wanted, args.split, args.limit)
     if args.json:
         args.json.write_text(json.dumps(rows, ensure_ascii=False, indent=1), encoding="utf-8")
     print(summary(rows))

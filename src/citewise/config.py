@@ -145,6 +145,32 @@ class Settings(BaseSettings):
 
     # --- answer -------------------------------------------------------------------------
     answer_sentences: int = Field(3, ge=1, le=10, description="Sentences in an extractive answer.")
+    evidence: Literal["sentences", "passages"] = Field(
+        "sentences",
+        description="What an answer reads: 'sentences' (the best sentences of a wider pool of "
+        "chunks, each cited by its own span; see citewise.answer.selection) or 'passages' (the "
+        "top_k chunks, one per file, as before 0.2).",
+    )
+    evidence_pool: int = Field(
+        12, ge=1, le=100,
+        description="Chunks retrieved for an answer with evidence='sentences' (at most "
+        "evidence_per_file per file); their sentences compete for the top_k passages.",
+    )
+    evidence_per_file: int = Field(
+        3, ge=1, description="At most this many chunks per file in the evidence pool.",
+    )
+    evidence_tokens: int = Field(
+        300, ge=40,
+        description="Budget for the sentence evidence in the prompt, in tokens of the embedding "
+        "model's tokenizer (evidence='sentences'); it sets the local model's wait for the first "
+        "word.",
+    )
+    abstain: bool = Field(
+        True,
+        description="Answer 'the documents do not contain an answer' without asking the model "
+        "when no sentence of the evidence covers the question's rare terms (see "
+        "citewise.answer.selection.answerable).",
+    )
 
     # --- LLM (see citewise.answer.providers) --------------------------------------------
     llm_provider: str = Field(

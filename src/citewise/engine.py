@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from functools import cached_property
@@ -14,9 +15,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from citewise.answer.answerer import NO_DOCUMENTS, NOT_FOUND, to_evidence
-from citewise.answer.extractive import ExtractiveAnswerer, idf_table
+from citewise.answer.extractive import ExtractiveAnswerer, idf_table, quote_stream
 from citewise.answer.llm import LLMAnswerer
 from citewise.answer.providers import PRESETS, ChatProvider, open_provider
+from citewise.answer.selection import answerable, rank_candidates, sentence_evidence
 from citewise.config import SearchMode, Settings
 from citewise.errors import AnalyzerMismatchError, CitewiseError, EmbeddingMismatchError
 from citewise.ingest.pipeline import IngestReport, Ingestor, ProgressFn, reanalyze
@@ -120,6 +122,18 @@ class Engine:
         return self.retriever.search(query, mode=mode, top_k=top_k, per_file=per_file,
                                      min_score=min_score, filters=filters)
 
+    def search_evidence(self, query: str, *, mode: SearchMode | str = SearchMode.HYBRID,
+                        top_k: int | None = None,
+                        filters: Mapping[str, Any] | None = None) -> SearchResult:
+        """The search an answer reads: with ``evidence='sentences'`` a pool of
+        ``max(evidence_pool, top_k)`` chunks, at most ``evidence_per_file`` per file, whose
+        sentences :meth:`answer_stream` ranks; with ``'passages'`` the plain top_k search."""
+        s = self.settings
+        if s.evidence != "sentences":
+            return self.search(query, mode=mode, top_k=top_k, filters=filters)
+        return self.search(query, mode=mode, top_k=max(s.evidence_pool, top_k or s.top_k),
+                           per_file=s.evidence_per_file, filters=filters)
+
     def provider(self) -> ChatProvider | None:
         """The configured LLM provider, opened on first use (None for ``none``).
 
@@ -166,30 +180,56 @@ class Engine:
                                    "none"))
             return
         yield StatusEvent("searching the documents", stage="retrieve")
-        result = self.search(question, mode=mode, top_k=top_k, filters=filters)
+        result = self.search_evidence(question, mode=mode, top_k=top_k, filters=filters)
         yield from self.answer_stream(question, result, extractive=extractive, history=history,
-                                      filters=filters)
+                                      filters=filters, top_k=top_k)
 
     def answer_stream(self, question: str, result: SearchResult, *, extractive: bool = False,
                       history: Sequence[tuple[str, str]] = (),
-                      filters: Mapping[str, Any] | None = None) -> Iterator[Event]:
-        """The answer to ``question`` from a finished search: as :meth:`ask_stream` after its
-        retrieval step (status and token events, then one DoneEvent). ``filters`` are the
-        search's: a not-found reply names only unreadable files of its ``collections``."""
+                      filters: Mapping[str, Any] | None = None,
+                      top_k: int | None = None) -> Iterator[Event]:
+        """The answer to ``question`` from a finished search (:meth:`search_evidence`): as
+        :meth:`ask_stream` after its retrieval step (status and token events, then one
+        DoneEvent). ``filters`` are the search's: a not-found reply names only unreadable
+        files of its ``collections``. With ``evidence='sentences'`` the sentences of the hits
+        are ranked (:mod:`citewise.answer.selection`); when none answers the question
+        (``abstain``) the not-found reply is given without a model call, otherwise the best
+        ones, at most ``top_k`` passages (default ``settings.top_k``), are the evidence."""
         question = clean_query(question, self.settings.max_query_chars)
         if not result.hits:
             yield DoneEvent(Answer(question, self._not_found(NOT_FOUND, filters), (), False,
                                    "none", metrics=result.timings_ms))
             return
         evidence = to_evidence(result.hits)
+        s = self.settings
+        n, df = self.store.term_document_frequencies(list(dict.fromkeys(tokenize(question))))
+        local = {
+            doc_id: self.retriever.document_term_weights(doc_id, question)
+            for doc_id in dict.fromkeys(ev.citation.document_id for ev in evidence)
+        }
+        scores: list[float] = []
+        if s.evidence == "sentences":
+            yield StatusEvent(f"reading {len(evidence)} passages", stage="read")
+            t0 = time.perf_counter()
+            ranked = rank_candidates(question, evidence, self.embedder, idf=idf_table(n, df),
+                                     document_idf=local)
+            select_ms = (time.perf_counter() - t0) * 1000
+            timings = {**result.timings_ms, "sentences_ms": select_ms}
+            if not ranked or (s.abstain and not answerable(ranked)):
+                yield DoneEvent(Answer(question, self._not_found(NOT_FOUND, filters), (), False,
+                                       "none", metrics=timings))
+                return
+            result = replace(result, timings_ms=timings)
+            evidence = sentence_evidence(evidence, ranked, max_passages=top_k or s.top_k,
+                                         budget_tokens=s.evidence_tokens,
+                                         count_tokens=self.embedder.count_tokens)
+            scores = [ev.citation.score for ev in evidence]
 
         def extractive_events() -> Iterator[Event]:
-            n, df = self.store.term_document_frequencies(list(dict.fromkeys(tokenize(question))))
-            local = {
-                doc_id: self.retriever.document_term_weights(doc_id, question)
-                for doc_id in dict.fromkeys(ev.citation.document_id for ev in evidence)
-            }
-            answerer = ExtractiveAnswerer(self.embedder, self.settings.answer_sentences)
+            if scores:
+                yield from quote_stream(question, evidence, s.answer_sentences)
+                return
+            answerer = ExtractiveAnswerer(self.embedder, s.answer_sentences)
             yield from answerer.stream(question, evidence, idf=idf_table(n, df),
                                        document_idf=local)
 

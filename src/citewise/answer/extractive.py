@@ -23,6 +23,7 @@ from citewise.retrieve.embedding import Embedder
 from citewise.types import Answer, DoneEvent, Event, Evidence, StatusEvent, TokenEvent
 
 RELATIVE_FLOOR = 0.75
+OTHER_FILE_FLOOR = 0.92
 MAX_SENTENCE_CHARS = 600
 CODE_WINDOW = 12  # lines
 
@@ -160,4 +161,40 @@ def idf_table(n_docs: int, df: dict[str, int]) -> dict[str, float]:
     return {t: math.log(1 + (n_docs - d + 0.5) / (d + 0.5)) for t, d in df.items()}
 
 
-__all__ = ["ExtractiveAnswerer", "idf_table"]
+def quote(question: str, evidence: Sequence[Evidence], max_sentences: int = 3) -> Answer:
+    """The extractive answer from sentence evidence (:func:`~citewise.answer.selection.
+    sentence_evidence`, best first, ``citation.score`` = the selection score, higher is
+    better): of the first ``max_sentences`` passages, those that score at least
+    ``RELATIVE_FLOOR`` of the best (``OTHER_FILE_FLOOR`` for a passage of another file: a
+    second article quoted after the right sentence misleads more than it helps), each quoted
+    and followed by its citation ``[n]``. Not found when ``evidence`` is empty."""
+    t0 = time.perf_counter()
+    if not evidence:
+        return Answer(question, NOT_FOUND, (), found=False, mode="extractive")
+    top = evidence[0].citation
+    chosen = [ev for ev in evidence[:max_sentences] if ev.citation.score >= (
+        RELATIVE_FLOOR if ev.citation.document_id == top.document_id else OTHER_FILE_FLOOR
+    ) * top.score]
+    text = " ".join(_quote(" ".join(ev.chunk.text.split()) if not _is_code(ev)
+                           else ev.chunk.text.strip("\n"), ev) for ev in chosen)
+    return Answer(question, text, tuple(ev.citation for ev in evidence), found=True,
+                  mode="extractive", metrics={"answer_ms": (time.perf_counter() - t0) * 1000},
+                  cited=tuple(ev.citation.n for ev in chosen))
+
+
+def _is_code(ev: Evidence) -> bool:
+    doc = ev.hit.document
+    return bool(ev.chunk.symbol) or (doc is not None and doc.format == "code")
+
+
+def quote_stream(question: str, evidence: Sequence[Evidence],
+                 max_sentences: int = 3) -> Iterator[Event]:
+    """:func:`quote` as events: a status, the words as tokens (they join to the text), done."""
+    yield StatusEvent("quoting the evidence sentences", stage="answer")
+    answer = quote(question, evidence, max_sentences)
+    for i, word in enumerate(answer.text.split(" ")):
+        yield TokenEvent(word if i == 0 else " " + word)
+    yield DoneEvent(answer)
+
+
+__all__ = ["ExtractiveAnswerer", "idf_table", "quote", "quote_stream"]

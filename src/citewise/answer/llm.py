@@ -10,7 +10,9 @@ repeats six or more consecutive words of the instructions, or none of its senten
 supported by its citations, it logs the reason, emits a ``status`` event with stage
 ``fallback`` (clients discard the text streamed so far) and streams the extractive answer
 instead, marked with ``fallback_reason``; the user never sees a stack trace. Metrics: ``llm_first_token_ms`` (request to first token), ``llm_ms`` (whole
-generation), ``llm_tokens`` (pieces streamed) and ``llm_tokens_per_s`` (after the first one).
+generation), ``llm_tokens`` (pieces streamed), ``llm_tokens_per_s`` (after the first one) and
+``prompt_tokens`` (the messages' length in the embedding model's tokens, an estimate of the
+model's own count).
 """
 
 from __future__ import annotations
@@ -197,6 +199,7 @@ class LLMAnswerer:
             "llm_first_token_ms": ((first or t1) - t0) * 1000,
             "llm_tokens": float(count),
             "llm_tokens_per_s": (count - 1) / (t1 - first) if first and t1 > first else 0.0,
+            "prompt_tokens": float(sum(self.count_tokens(m["content"]) for m in messages)),
             "citations_added": float(len(attributor.added)),
             "citations_removed": float(len(citations.removed)),
         }

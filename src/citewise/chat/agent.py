@@ -233,10 +233,10 @@ class Agent:
                                          filters=filters)
             return
         yield StatusEvent("searching the documents", stage="retrieve")
-        result = engine.search(query, mode=mode, top_k=top_k, filters=filters)
+        result = engine.search_evidence(query, mode=mode, top_k=top_k, filters=filters)
         yield ToolResultEvent("search", {"hits": [_hit_dict(h) for h in result.hits]})
         yield from engine.answer_stream(query, result, extractive=extractive, history=history,
-                                        filters=filters)
+                                        filters=filters, top_k=top_k)
 
     def _answer_from_history(self, query: str, history: History,
                              provider: ChatProvider) -> Iterator[Event]:

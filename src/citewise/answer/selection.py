@@ -1,0 +1,328 @@
+"""Sentence-level evidence: the sentences of the retrieved chunks that best answer a question.
+
+Retrieval returns chunks of up to a few hundred tokens; most of their sentences do not answer
+the question. Both answerers start here:
+
+1. :func:`candidates` splits each chunk into answer candidates with their offsets: prose
+   sentences (headings dropped), table rows given with their column names, windows of source
+   code lines.
+2. :func:`rank_candidates` scores every candidate ``0.6 * cosine + 0.4 * coverage +
+   0.05 / (rank + 1)``: ``cosine`` between the candidate's and the question's embeddings (in
+   [-1, 1]), ``coverage`` the share of the question's analysed terms the candidate holds,
+   each term weighted by its collection IDF times its IDF within the candidate's document (so
+   the words that pick the document do not pick the sentence), ``rank`` the 0-based rank of
+   the chunk in the retrieval. Higher is better.
+3. :func:`answerable` decides from the best candidates whether the evidence answers the
+   question at all (the abstention rule, see its docstring).
+4. :func:`sentence_evidence` turns the best candidates into numbered :class:`Evidence`: each
+   passage is one candidate, or a run of adjacent chosen candidates of one chunk, with the
+   citation narrowed to that span (characters, lines) so a citation points at the sentence
+   that supports the answer rather than at the whole chunk.
+
+The extractive answer quotes the first few passages; the LLM answer reads only them (a
+prompt of a few hundred tokens instead of 1,300-1,500, which sets the wait for the first
+word on a CPU).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+import re
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from citewise.ingest.chunking import sentences
+from citewise.retrieve.analysis import tokenize
+from citewise.retrieve.embedding import Embedder
+from citewise.retrieve.language import detect_language
+from citewise.types import Evidence
+
+MAX_CANDIDATE_CHARS = 600
+CODE_WINDOW = 12  # lines
+#: The abstention rule's floors (see :func:`answerable`), chosen on the dev split of the
+#: answer benchmark (benchmarks/answers.py; docs/benchmarks.md "Abstention").
+MIN_COVERAGE = 0.34
+MIN_SCORE = 0.40
+#: Score factor of a candidate that reads as a command or code (a ``curl`` line, a shell
+#: prompt, a JSON body) when the question does not ask for one: a docs page's example request
+#: can hold the very words of a question and still answer nothing.
+COMMAND_PENALTY = 0.7
+_ASKS_FOR_CODE = re.compile(
+    r"\b(command|commands|curl|example|syntax|snippet|code|script|cli|flag|flags|option|"
+    r"options|function|method|class|call|invoke|run|type|json|yaml|toml)\b", re.IGNORECASE)
+_COMMAND_START = re.compile(
+    r"^\s*(?:\$\s|>>>|curl\s|pip\s|python3?\s|export\s|cd\s|git\s|docker\s|npm\s|"
+    r"[\w.-]+\s+(?:--?\w|\\$))")
+_WORD = re.compile(r"\w*[^\W\d_]\w*")
+_CODE_CHARS = set("{}[]()<>=$|\\/\"'`;")
+
+
+def looks_like_command(text: str) -> bool:
+    """True for a candidate that reads as a shell command, code or a JSON/YAML body rather
+    than prose: it starts like a command (``$``, ``curl``, ``pip``, a word then a flag) or
+    more than 8% of its characters are code punctuation."""
+    if _COMMAND_START.match(text):
+        return True
+    return sum(ch in _CODE_CHARS for ch in text) > 0.08 * max(len(text), 1)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One answer candidate of evidence ``index``: ``text`` as shown and scored; ``start`` and
+    ``end`` its character offsets in that chunk's ``text`` (``end`` exclusive); ``kind`` is
+    ``sentence``, ``row`` (a table row, ``text`` with its column names) or ``code``."""
+
+    index: int
+    text: str
+    start: int
+    end: int
+    kind: str = "sentence"
+
+
+@dataclass(frozen=True)
+class Scored:
+    """A ranked candidate: ``score`` (higher is better, see the module docstring), its
+    ``cosine`` in [-1, 1] and its weighted term ``coverage`` in [0, 1]."""
+
+    candidate: Candidate
+    score: float
+    cosine: float
+    coverage: float
+
+
+def _table_rows(text: str) -> tuple[list[str], list[tuple[int, str]]] | None:
+    """(header cells, [(offset, row line)]) when the chunk is a pipe table with a header."""
+    lines, pos = [], 0
+    for line in text.split("\n"):
+        if line.strip():
+            lines.append((pos, line))
+        pos += len(line) + 1
+    if len(lines) < 2 or " | " not in lines[0][1]:
+        return None
+    rows = [(p, ln) for p, ln in lines[1:] if " | " in ln and not set(ln) <= set("|-: ")]
+    return ([c.strip() for c in lines[0][1].split("|")], rows) if rows else None
+
+
+def _code_windows(text: str, index: int, size: int = CODE_WINDOW) -> list[Candidate]:
+    """A short symbol whole, a long one as overlapping windows of ``size`` lines."""
+    body = text.strip("\n")
+    lead = text.index(body) if body else 0
+    lines = body.split("\n")
+    if len(lines) <= 2 * size:
+        return [Candidate(index, body, lead, lead + len(body), "code")]
+    starts, pos = [], lead
+    for line in lines:
+        starts.append(pos)
+        pos += len(line) + 1
+    step = size // 2
+    out = []
+    for i in range(0, len(lines) - step, step):
+        window = "\n".join(lines[i:i + size])
+        out.append(Candidate(index, window, starts[i], starts[i] + len(window), "code"))
+    return out
+
+
+def candidates(evidence: Evidence, index: int) -> list[Candidate]:
+    """The answer candidates of one piece of evidence, in text order (see the module
+    docstring); offsets index ``evidence.chunk.text``."""
+    text = evidence.chunk.text
+    doc = evidence.hit.document
+    if evidence.chunk.symbol or (doc is not None and doc.format == "code"):
+        return _code_windows(text, index)
+    table = _table_rows(text)
+    if table is not None:
+        header, rows = table
+        out = []
+        for pos, row in rows:
+            cells = [c.strip() for c in row.split("|")]
+            shown = ("; ".join(f"{h}: {c}" for h, c in zip(header, cells, strict=True) if c)
+                     if len(cells) == len(header) else row)
+            out.append(Candidate(index, shown, pos, pos + len(row), "row"))
+        return out
+    headings = {" ".join(h.split()).casefold() for h in evidence.chunk.section}
+    if doc is not None:
+        headings.add(" ".join(doc.title.split()).casefold())
+    out, pos = [], 0
+    for s in sentences(text):
+        start = text.find(s, pos)
+        if start < 0:  # pragma: no cover - sentences() returns substrings of text
+            start = pos
+        pos = start + len(s)
+        first, _, rest = s.partition("\n")
+        if rest and " ".join(first.split()).casefold() in headings:
+            start += len(first) + 1 + (len(rest) - len(rest.lstrip()))  # the heading's line
+            s = rest.strip()
+        shown = " ".join(s.split())
+        if shown.casefold() in headings or len(_WORD.findall(shown)) < 3:
+            continue  # a heading names a topic, a list number alone says nothing
+        if len(shown) > MAX_CANDIDATE_CHARS:
+            shown = shown[:MAX_CANDIDATE_CHARS].rsplit(" ", 1)[0] + " …"
+        out.append(Candidate(index, shown, start, start + len(s)))
+    return out
+
+
+def _in_context(c: Candidate, evidence: Sequence[Evidence]) -> str:
+    """What is embedded for a candidate: its innermost section heading, then its text (a
+    sentence alone often lacks the subject its heading names)."""
+    section = evidence[c.index].chunk.section
+    if CONTEXT and section and c.kind != "code":
+        return f"{section[-1]}: {c.text}"
+    return c.text
+
+
+CONTEXT = True
+
+
+def rank_candidates(question: str, evidence: Sequence[Evidence], embedder: Embedder, *,
+                    idf: dict[str, float] | None = None,
+                    document_idf: dict[str, dict[str, float]] | None = None,
+                    max_embedded: int = 64) -> list[Scored]:
+    """Every candidate of ``evidence`` (best first) scored against ``question``.
+
+    ``idf`` is the collection IDF of the question's terms and ``document_idf`` their IDF
+    within each evidence document, by document id (a term missing from either weighs 1).
+    To bound the embedding cost, only the ``max_embedded`` candidates with the best lexical
+    score (coverage plus the rank bonus) are embedded; the others keep a cosine of 0.
+    A candidate that :func:`looks_like_command` scores ``COMMAND_PENALTY`` times less unless
+    the question asks for a command or code. Returns [] when there are no candidates.
+    """
+    language = detect_language(question)
+    terms = list(dict.fromkeys(tokenize(question, language)))
+    pool = [c for i, ev in enumerate(evidence) for c in candidates(ev, i)]
+    if not pool:
+        return []
+    weights = []
+    for ev in evidence:
+        local = (document_idf or {}).get(ev.citation.document_id, {})
+        weights.append({t: (idf or {}).get(t, 1.0) * local.get(t, 1.0) for t in terms})
+    coverage = []
+    for c in pool:
+        have = set(tokenize(c.text, language))
+        w = weights[c.index]
+        coverage.append(sum(v for t, v in w.items() if t in have) / (sum(w.values()) or 1.0))
+    lexical = [0.4 * cov + 0.05 / (c.index + 1) for c, cov in zip(pool, coverage, strict=True)]
+    order = sorted(range(len(pool)), key=lambda i: -lexical[i])[:max_embedded]
+    cosine = np.zeros(len(pool), dtype=np.float32)
+    if order:
+        vectors = embedder.embed_documents([_in_context(pool[i], evidence) for i in order])
+        cosine[order] = vectors @ embedder.embed_query(question)
+    penalise = not _ASKS_FOR_CODE.search(question)
+    scored = []
+    for c, cos, cov, lex in zip(pool, cosine, coverage, lexical, strict=True):
+        score = 0.6 * float(cos) + lex
+        if penalise and c.kind != "code" and looks_like_command(c.text):
+            score *= COMMAND_PENALTY
+        scored.append(Scored(c, score, float(cos), cov))
+    scored.sort(key=lambda s: -s.score)
+    return scored
+
+
+def answerable(ranked: Sequence[Scored], *, min_coverage: float = MIN_COVERAGE,
+               min_score: float = MIN_SCORE) -> bool:
+    """Whether the best candidates answer the question: some candidate among the best three
+    holds at least ``min_coverage`` of the question's weighted terms and scores at least
+    ``min_score``. A question whose rare words appear in no candidate (an off-topic question,
+    or a near miss that shares only common words with the documents) is declined."""
+    return any(s.coverage >= min_coverage and s.score >= min_score for s in ranked[:3])
+
+
+def _find_flexible(text: str, part: str, start: int) -> tuple[int, int] | None:
+    """(start, end) of ``part`` in ``text`` at or after ``start``, any run of white space in
+    ``part`` matching any run in ``text`` (chunk text joins blocks with one line break where
+    the document has a blank line); None when it is not there."""
+    at = text.find(part, start)
+    if at >= 0:
+        return at, at + len(part)
+    words = part.split()
+    if not words:
+        return None
+    m = re.compile(r"\s+".join(map(re.escape, words))).search(text, start)
+    return (m.start(), m.end()) if m else None
+
+
+def _narrow(ev: Evidence, start: int, end: int, n: int, shown: str | None = None,
+            score: float | None = None) -> Evidence:
+    """``ev`` cut to ``chunk.text[start:end]``, renumbered ``n``: the chunk's text, character
+    span and lines narrowed to the part (offsets mapped through ``chunk.source_text``, which
+    holds the document text around the chunk; left as they are when the part is not found
+    there). ``shown`` replaces the part's text (a table row given with its column names)."""
+    chunk = ev.chunk
+    part = chunk.text[start:end]
+    char_start, char_end = chunk.char_start, chunk.char_end
+    line_start, line_end = chunk.line_start, chunk.line_end
+    src = chunk.source_text or ""
+    first_line = chunk.text.lstrip().split("\n", 1)[0][:40]
+    head = src.find(first_line) if src and first_line else -1
+    found = _find_flexible(src, part, max(head, 0)) if head >= 0 else None
+    if found is not None:
+        at, stop = found
+        char_start = chunk.char_start - head + at
+        char_end = char_start + (stop - at)
+        if line_start is not None:
+            first = line_start + src.count("\n", head, at)
+            last = first + src.count("\n", at, stop)
+            line_start = min(first, line_end or first)
+            line_end = min(last, line_end) if line_end is not None else last
+    new_chunk = replace(chunk, text=shown or part, char_start=char_start, char_end=char_end,
+                        line_start=line_start, line_end=line_end)
+    citation = replace(ev.citation, n=n, char_start=char_start, char_end=char_end,
+                       line_start=line_start, line_end=line_end,
+                       score=ev.citation.score if score is None else score)
+    return Evidence(citation=citation, hit=replace(ev.hit, chunk=new_chunk))
+
+
+def sentence_evidence(evidence: Sequence[Evidence], ranked: Sequence[Scored], *,
+                      max_passages: int = 5, budget_tokens: int = 260,
+                      count_tokens: Callable[[str], int] | None = None,
+                      relative_floor: float = 0.0) -> list[Evidence]:
+    """The best candidates as numbered evidence, best first (numbers 1..n).
+
+    Candidates are taken in score order while they fit ``budget_tokens`` (counted with
+    ``count_tokens``; about 4 characters a token without it) and score at least
+    ``relative_floor`` times the best, up to ``max_passages`` passages; chosen candidates that
+    are adjacent in one chunk become one passage. Identical texts are kept once. Each
+    passage's ``citation.score`` is its best candidate's selection score.
+    """
+    count = count_tokens or (lambda t: max(1, len(t) // 4))
+    chosen: list[Scored] = []
+    seen: set[str] = set()
+    used = 0
+    best = ranked[0].score if ranked else 0.0
+    for s in ranked:
+        if len(chosen) >= max_passages or (chosen and s.score < relative_floor * best):
+            break
+        key = " ".join(s.candidate.text.split()).casefold()
+        if key in seen:
+            continue
+        cost = count(s.candidate.text)
+        if chosen and used + cost > budget_tokens:
+            continue
+        seen.add(key)
+        chosen.append(s)
+        used += cost
+    # merge candidates adjacent in the same chunk (only the text between them is blank)
+    groups: list[list[Scored]] = []
+    by_place = sorted(chosen, key=lambda s: (s.candidate.index, s.candidate.start))
+    for s in by_place:
+        last = groups[-1][-1].candidate if groups else None
+        c = s.candidate
+        text = evidence[c.index].chunk.text
+        if (last is not None and last.index == c.index and c.kind == last.kind == "sentence"
+                and not text[last.end:c.start].strip()):
+            groups[-1].append(s)
+        else:
+            groups.append([s])
+    groups.sort(key=lambda g: -max(s.score for s in g))
+    out = []
+    for n, group in enumerate(groups, start=1):
+        first, last = group[0].candidate, group[-1].candidate
+        shown = first.text if first.kind == "row" else None
+        out.append(_narrow(evidence[first.index], first.start, last.end, n, shown,
+                           round(max(s.score for s in group), 4)))
+    return out
+
+
+__all__ = ["Candidate", "Scored", "answerable", "candidates", "looks_like_command",
+           "rank_candidates",
+           "sentence_evidence"]
