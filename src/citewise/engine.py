@@ -157,8 +157,8 @@ class Engine:
 
         Each status comes before the slow step it names: "searching the documents" (stage
         ``retrieve``, :meth:`search_stream`), "reading N passages from M files" (``read``),
-        "starting the local model" (``load``, once per process) and "writing the answer
-        with ..." (``generate``) or "selecting evidence sentences" (``answer``). An empty
+        "starting the local model" (``load``, when this engine first opens the bundled
+        model) and "writing the answer with ..." (``generate``) or "selecting evidence sentences" (``answer``). An empty
         index gives only the DoneEvent. The LLM is used unless ``extractive`` or the provider
         is ``none``; no LLM call is made when retrieval finds no evidence above
         ``min_score``. ``history`` is the earlier (question, answer) turns, oldest first.
