@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from typer.testing import CliRunner
@@ -45,8 +46,14 @@ def test_ingest_ask_search_status_end_to_end(env):
     assert result.exit_code == 0
     assert "25" in result.output and "[1]" in result.output
     assert "Sources" in result.output and "payroll_" in result.output and "p. 1" in result.output
+    # progress on stderr before the answer, in order; stdout holds the answer alone
+    status = result.stderr.splitlines()
+    assert status[0] == "searching the documents"
+    assert re.fullmatch(r"reading \d+ passages? from \d+ files?", status[1])
+    assert "searching" not in result.stdout and "reading" not in result.stdout
 
     result = run("ask", "On which day are salaries paid?", "--format", "json")
+    assert "searching the documents" not in result.stderr
     answer = json.loads(result.stdout)
     assert answer["found"] is True and answer["citations"][0]["page"] == 1
 

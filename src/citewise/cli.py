@@ -180,24 +180,72 @@ def _print_checks(answer: Any) -> None:
         err_console.print(f"[yellow]unsupported ({why}):[/] {escape(s.text)}")
 
 
-def _stream_answer(events: Any, live: bool) -> Any:
-    """Print tokens as they come (when ``live``); return the final Answer."""
+class _StatusLine:
+    """The latest status event on stderr until the answer starts: a transient rich spinner
+    when stderr is a terminal, otherwise one plain line per status (for logs)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self._spinner: Any = None
+
+    def show(self, message: str) -> None:
+        """Show ``message`` (replacing the previous one on a terminal); returns None."""
+        if not self.enabled:
+            return
+        if not err_console.is_terminal:
+            err_console.print(message, markup=False, highlight=False, style="dim")
+        elif self._spinner is None:
+            self._spinner = err_console.status(escape(message))
+            self._spinner.start()
+        else:
+            self._spinner.update(escape(message))
+
+    def stop(self) -> None:
+        """Clear the spinner and show no more statuses; returns None."""
+        if self._spinner is not None:
+            self._spinner.stop()
+            self._spinner = None
+        self.enabled = False
+
+
+def _stream_answer(events: Any, live: bool, prefix: str = "") -> Any:
+    """Print tokens as they come (when ``live``), after ``prefix`` (rich markup, printed when
+    the answer starts), with each status on stderr before the first token; return the final
+    Answer. Stdout gets only the prefix and the answer text. Raises what ``events`` raise."""
     from citewise.types import DoneEvent, StatusEvent, TokenEvent
 
-    answer, wrote = None, False
-    for event in events:
-        if isinstance(event, DoneEvent):
-            answer = event.answer
-        elif live and isinstance(event, TokenEvent):
-            console.out(event.content, end="", highlight=False)
-            wrote = True
-        elif live and isinstance(event, StatusEvent) and event.stage == "fallback":
-            if wrote:
-                console.out("")
-                wrote = False
-            err_console.print(f"[yellow]{escape(event.message)}[/]")
+    answer, wrote, started = None, False, False
+    status = _StatusLine(live)
+
+    def start() -> None:
+        nonlocal started
+        if not started:
+            status.stop()
+            if prefix:
+                console.print(prefix, end="")
+            started = True
+
+    try:
+        for event in events:
+            if isinstance(event, DoneEvent):
+                answer = event.answer
+            elif live and isinstance(event, TokenEvent):
+                start()
+                console.out(event.content, end="", highlight=False)
+                wrote = True
+            elif live and isinstance(event, StatusEvent) and event.stage == "fallback":
+                if wrote:
+                    console.out("")
+                    wrote = False
+                status.stop()
+                err_console.print(f"[yellow]{escape(event.message)}[/]")
+            elif live and isinstance(event, StatusEvent):
+                status.show(event.message)
+    finally:
+        status.stop()
     assert answer is not None
     if live:
+        start()
         if not wrote:  # nothing streamed (not found, no documents)
             console.out(answer.text, end="", highlight=False)
         console.out("")
@@ -252,8 +300,7 @@ def chat(
             try:
                 events = engine.ask_stream(question, top_k=top_k, extractive=extractive,
                                            history=history)
-                console.print("[bold green]citewise>[/] ", end="")
-                answer = _stream_answer(events, live=True)
+                answer = _stream_answer(events, live=True, prefix="[bold green]citewise>[/] ")
             except CitewiseError as err:  # a bad question does not end the conversation
                 err_console.print(f"[bold red]error:[/] {escape(str(err))}")
                 continue

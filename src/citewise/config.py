@@ -265,7 +265,7 @@ class Settings(BaseSettings):
     planner: str = Field(
         "auto", pattern=r"^(auto|llm|rules)$",
         description="'llm' plans each message with the LLM, 'rules' with rules only, 'auto' "
-        "the LLM when one is configured.",
+        "with rules except an ambiguous message with a remote provider (not 'local').",
     )
     sse_ping_seconds: float = Field(
         15.0, gt=0, description="Seconds of silence after which an SSE stream sends a ': ping' "

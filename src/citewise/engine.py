@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
@@ -167,31 +167,59 @@ class Engine:
                    history: Sequence[tuple[str, str]] = (),
                    mode: SearchMode | str = SearchMode.HYBRID,
                    filters: Mapping[str, Any] | None = None) -> Iterator[Event]:
-        """Status events, answer tokens, then one DoneEvent (see DESIGN.md, Events).
+        """Yields status events, answer tokens, then one DoneEvent (see DESIGN.md, Events).
 
-        The LLM is used unless ``extractive`` or the provider is ``none``; no LLM call is made
-        when retrieval finds no evidence above ``min_score``. ``history`` is the earlier
-        (question, answer) turns, oldest first. ``filters`` narrow the search (the store's
-        ``document_ids`` and ``path_prefix``). Raises QueryError for a blank question.
+        Each status comes before the slow step it names: "searching the documents" (stage
+        ``retrieve``, :meth:`search_stream`), "reading N passages from M files" (``read``),
+        "starting the local model" (``load``, when this engine first opens the bundled
+        model) and "writing the answer with ..." (``generate``) or "selecting evidence sentences" (``answer``). An empty
+        index gives only the DoneEvent. The LLM is used unless ``extractive`` or the provider
+        is ``none``; no LLM call is made when retrieval finds no evidence above
+        ``min_score``. ``history`` is the earlier (question, answer) turns, oldest first.
+        ``filters`` narrow the search (the store's ``document_ids`` and ``path_prefix``).
+        Raises QueryError for a blank question, EmbeddingMismatchError or
+        AnalyzerMismatchError for an index built otherwise; a provider that cannot be opened
+        or fails gives the extractive answer (a ``fallback`` status), not an error.
         """
         question = clean_query(question, self.settings.max_query_chars)
         if self.store.info().chunks == 0:
             yield DoneEvent(Answer(question, self._not_found(NO_DOCUMENTS, filters), (), False,
                                    "none"))
             return
-        yield StatusEvent("searching the documents", stage="retrieve")
-        result = self.search_evidence(question, mode=mode, top_k=top_k, filters=filters)
+        result = yield from self.search_stream(question, mode=mode, top_k=top_k,
+                                               filters=filters)
         yield from self.answer_stream(question, result, extractive=extractive, history=history,
                                       filters=filters, top_k=top_k)
+
+    def search_stream(self, query: str, *, mode: SearchMode | str = SearchMode.HYBRID,
+                      top_k: int | None = None, filters: Mapping[str, Any] | None = None,
+                      ) -> Generator[Event, None, SearchResult]:
+        """:meth:`search_evidence` as a stream: yields the one "searching the documents" status
+        (stage ``retrieve``) before the first slow step (loading the embedding model,
+        embedding, the search), then returns the SearchResult
+        (``result = yield from engine.search_stream(...)``). Raises as :meth:`search`
+        (QueryError, EmbeddingMismatchError, AnalyzerMismatchError)."""
+        yield StatusEvent("searching the documents", stage="retrieve")
+        return self.search_evidence(query, mode=mode, top_k=top_k, filters=filters)
+
+    def provider_stream(self) -> Generator[Event, None, ChatProvider | None]:
+        """:meth:`provider` as a stream: yields a "starting the local model" status (stage
+        ``load``) first when the bundled ``local`` model is not started yet (checking and
+        loading it takes seconds), then returns the provider (None for ``none``). Raises as
+        :meth:`provider`."""
+        if self._provider is None and self.settings.llm_provider.strip().lower() == "local":
+            yield StatusEvent("starting the local model", stage="load")
+        return self.provider()
 
     def answer_stream(self, question: str, result: SearchResult, *, extractive: bool = False,
                       history: Sequence[tuple[str, str]] = (),
                       filters: Mapping[str, Any] | None = None,
                       top_k: int | None = None) -> Iterator[Event]:
-        """The answer to ``question`` from a finished search (:meth:`search_evidence`): as
-        :meth:`ask_stream` after its retrieval step (status and token events, then one
-        DoneEvent). ``filters`` are the search's: a not-found reply names only unreadable
-        files of its ``collections``. With ``evidence='sentences'`` the sentences of the hits
+        """Yields the answer to ``question`` from a finished search (:meth:`search_evidence`):
+        as :meth:`ask_stream` after its retrieval step (the ``read`` status with the real
+        passage and file counts, then status and token events, then one DoneEvent; no hits:
+        the DoneEvent alone). Raises QueryError for a blank question. ``filters`` are the
+        search's: a not-found reply names only unreadable files of its ``collections``. With ``evidence='sentences'`` the sentences of the hits
         are ranked (:mod:`citewise.answer.selection`); when none answers the question
         (``abstain``) the not-found reply is given without a model call, otherwise the best
         ones, at most ``top_k`` passages (default ``settings.top_k``), are the evidence."""
@@ -201,6 +229,9 @@ class Engine:
                                    "none", metrics=result.timings_ms))
             return
         evidence = to_evidence(result.hits)
+        files = len({ev.citation.document_id for ev in evidence})
+        yield StatusEvent(f"reading {_count(len(evidence), 'passage')} from "
+                          f"{_count(files, 'file')}", stage="read")
         s = self.settings
         n, df = self.store.term_document_frequencies(list(dict.fromkeys(tokenize(question))))
         local = {
@@ -209,7 +240,6 @@ class Engine:
         }
         scores: list[float] = []
         if s.evidence == "sentences":
-            yield StatusEvent(f"reading {len(evidence)} passages", stage="read")
             t0 = time.perf_counter()
             ranked = rank_candidates(question, evidence, self.embedder, idf=idf_table(n, df),
                                      document_idf=local)
@@ -236,7 +266,7 @@ class Engine:
         events: Iterator[Event] = extractive_events()
         if not extractive and self.settings.llm_provider.strip().lower() != "none":
             try:
-                provider = self.provider()
+                provider = yield from self.provider_stream()
             except CitewiseError as err:
                 log.warning("LLM provider unavailable, answering extractively: %s", err)
                 yield StatusEvent(f"{err}; answering with evidence sentences instead",
@@ -325,6 +355,10 @@ class Engine:
             "index_bytes": info.index_bytes,
             "index_path": info.location,
         }
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _mark_fallback(events: Iterator[Event], reason: str) -> Iterator[Event]:

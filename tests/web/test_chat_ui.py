@@ -49,6 +49,8 @@ def test_ask_stream_cite_and_view_the_highlighted_span(page, server):
     steps = msg.locator(".process .step")
     expect(steps.filter(has_text=f"Search: “{QUESTION}” (top 5, hybrid)")).to_have_count(1)
     expect(steps.filter(has_text="searching the documents")).to_have_count(1)
+    expect(steps.filter(has_text=re.compile(r"^reading \d+ passages? from \d+ files?$"))
+           ).to_have_count(1)
     expect(steps.filter(has_text=re.compile(r"^Answered in \d+\.\d s$"))).to_have_count(1)
     expect(msg.locator(".process")).not_to_have_attribute("open", "")
 

@@ -3,6 +3,10 @@
 A turn goes: route (:mod:`~citewise.chat.intent`: small talk is answered at once) -> plan
 (:mod:`~citewise.chat.planner`, streamed as ``thinking``) -> the directive as a tool
 (``tool_call`` / ``tool_result``) -> the answer (``status``, ``token``, then ``done``).
+A plain question is planned by rules, so its first slow step is the search, announced by the
+``retrieve`` status; the LLM provider is opened only when planning needs it (see
+:func:`~citewise.chat.planner.plans_with_llm`; a follow-up is rewritten by it) or for the
+answer.
 INGEST, and SCAN of an attached document, change the collection: they end the stream with an
 ``interrupt`` holding a resume token, and run only when :meth:`Agent.resume` approves them.
 
@@ -18,7 +22,7 @@ import importlib
 import logging
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
@@ -26,7 +30,7 @@ from typing import Any
 from citewise.answer.answerer import NOT_FOUND
 from citewise.answer.providers import ChatProvider
 from citewise.chat.intent import Intent, classify, small_talk_reply
-from citewise.chat.planner import Directive, Plan, make_planner
+from citewise.chat.planner import Directive, Plan, make_planner, plans_with_llm
 from citewise.chat.sessions import (
     History,
     PendingAction,
@@ -118,13 +122,29 @@ class Agent:
             log.warning("LLM provider unavailable: %s", err)
             return None
 
+    def _provider_stream(self) -> Generator[Event, None, ChatProvider | None]:
+        """:meth:`provider` after the engine's "starting the local model" status."""
+        try:
+            return (yield from self.engine.provider_stream())
+        except CitewiseError as err:
+            log.warning("LLM provider unavailable: %s", err)
+            return None
+
     def _count_tokens(self, text: str) -> int:
         return max(1, len(text) // 4)
 
-    def history(self, chat_id: str, provider: ChatProvider | None,
-                before: int | None = None) -> History:
+    def history(self, chat_id: str, before: int | None = None) -> History:
+        """The History of chat ``chat_id`` to send with the next question (messages with an id
+        below ``before``). Older turns beyond the budget are folded into the summary by the
+        LLM, opened only then (by the rule when there is none). Raises SQLAlchemy errors of
+        the sessions database only."""
         s = self.settings
-        summarise = llm_summariser(provider) if provider is not None else rule_summary
+
+        def summarise(summary: str, turns: Sequence[Turn]) -> str:
+            provider = self.provider()
+            fold = llm_summariser(provider) if provider is not None else rule_summary
+            return fold(summary, turns)
+
         return self.sessions.history(
             chat_id, turns=max(s.history_turns - 1, 0), budget_tokens=s.history_tokens,
             count_tokens=self._count_tokens, summarise=summarise, before=before)
@@ -147,7 +167,9 @@ class Agent:
             mode: SearchMode | str = SearchMode.HYBRID,
             filters: Mapping[str, Any] | None = None, context_hint: str | None = None,
             attachment: str | None = None, extractive: bool = False) -> Iterator[Event]:
-        """The events of one turn of chat ``chat_id`` (see the module docstring)."""
+        """Yields the events of one turn of chat ``chat_id`` (see the module docstring),
+        ending with ``done``, ``interrupt`` or ``error``. Raises nothing: a CitewiseError or
+        any other failure becomes an ErrorEvent and an ``error`` message in the chat."""
         t0 = time.perf_counter()
         user_id = self.sessions.add_message(chat_id, "user", query)
         pieces: list[str] = []
@@ -163,16 +185,23 @@ class Agent:
                 finished = True
                 yield self._save_done(chat_id, Answer(query, reply, (), False, "none"), t0)
                 return
-            provider = self.provider()
-            history = self.history(chat_id, provider, before=user_id)
+            history = self.history(chat_id, before=user_id)
+            provider: ChatProvider | None = None
             if intent is Intent.SCAN:
                 assert attachment is not None
                 plan = Plan(Directive.SCAN, attachment,
                             ("A document is attached: check it against the playbook.",))
                 yield ThinkingEvent(plan.thoughts[0])
             else:
-                plan = yield from make_planner(self.settings.planner, provider).run(
-                    query, history, context_hint)
+                s = self.settings
+                # the provider is opened only when planning calls it (a follow-up, or the LLM
+                # planner); a plain question goes to the search at once
+                if s.llm_provider.strip().lower() != "none" and (
+                        plans_with_llm(s.planner, s.llm_provider, query, history)
+                        or is_follow_up(query, history.last_query)):
+                    provider = yield from self._provider_stream()
+                planner = make_planner(s.planner, provider, query, history, s.llm_provider)
+                plan = yield from planner.run(query, history, context_hint)
             if plan.rewritten:
                 self.sessions.update_message(user_id, search_query=plan.argument)
             if plan.directive is Directive.INGEST:
@@ -232,8 +261,7 @@ class Agent:
             yield from engine.ask_stream(query, top_k=top_k, extractive=extractive,
                                          filters=filters)
             return
-        yield StatusEvent("searching the documents", stage="retrieve")
-        result = engine.search_evidence(query, mode=mode, top_k=top_k, filters=filters)
+        result = yield from engine.search_stream(query, mode=mode, top_k=top_k, filters=filters)
         yield ToolResultEvent("search", {"hits": [_hit_dict(h) for h in result.hits]})
         yield from engine.answer_stream(query, result, extractive=extractive, history=history,
                                         filters=filters, top_k=top_k)

@@ -7,10 +7,17 @@ Directives (the protocol of the reference assistant S0, see DESIGN.md)::
     INGEST: <file_path>    add a file to the collection (needs approval)
     ANSWER:                answer from the conversation alone, without searching
 
-:class:`LLMPlanner` asks the LLM for the plan; :class:`RulePlanner` decides by rules when no
-LLM is configured. Both are generators that yield the plan as
-:class:`~citewise.types.ThinkingEvent` lines and *return* a :class:`Plan`
-(``plan = yield from planner.run(...)``).
+:class:`LLMPlanner` asks the LLM for the plan; :class:`RulePlanner` decides by rules. Both
+are generators that yield the plan as :class:`~citewise.types.ThinkingEvent` lines and
+*return* a :class:`Plan` (``plan = yield from planner.run(...)``).
+
+Which one plans a message (:func:`plans_with_llm`): ``planner=rules`` always the rules,
+``planner=llm`` the LLM whenever one is configured, and ``planner=auto`` (the default) the rules
+unless the message is ambiguous (:func:`is_ambiguous`) *and* the provider is a remote one, not
+the bundled ``local`` model. So a plain question goes straight to the search with no planning
+call. A follow-up is rewritten into a standalone question with one short LLM call when a
+provider is configured (by the LLM planner's plan, or by :class:`RulePlanner` with the
+provider), by the rule otherwise.
 
 The user's query reaches the search unchanged: a SEARCH argument is used only when the
 message is a follow-up (:func:`~citewise.chat.sessions.is_follow_up`), in which case it is
@@ -102,14 +109,83 @@ _SCAN_REQUEST = re.compile(
 )
 
 
+_TOOL_VERB = r"(?:ingest|scan|index|import|upload|add|check|review)\b"
+_TOOL_REQUEST = re.compile(
+    r"^\s*(?:(?:please|kindly)\s+|(?:can|could|would|will)\s+you\s+(?:please\s+)?|"
+    r"i(?:\s+would|'d)?\s+(?:want|like|need)\s+(?:you\s+)?to\s+|let'?s\s+)*" + _TOOL_VERB,
+    re.IGNORECASE,
+)
+_TOOL_WORD = re.compile(r"\b(?:ingest\w*|scan|index|import|upload|add|check|review)\b",
+                        re.IGNORECASE)
+_TARGET = re.compile(
+    r"(?:(?<!\S)(?:~|\.{1,2})?[/\\]\S+"  # /abs, ./rel, ~/home
+    r"|\b[\w-]+\.(?:pdf|docx?|md|txt|html?|csv|xlsx?|pptx?|rtf|odt|json)\b"  # a file name
+    r"|\b[0-9a-f]{24}\b)",  # a document id
+    re.IGNORECASE,
+)
+_REFERS_TO_CONVERSATION = re.compile(
+    r"\b(?:you\s+(?:just\s+)?(?:said|wrote|mentioned|told|answered|meant)|"
+    r"did\s+you\s+(?:say|write|mention|mean)|"
+    r"your\s+(?:last\s+|previous\s+|first\s+|earlier\s+)?(?:answer|reply|response)|"
+    r"(?:said|mentioned|written)\s+(?:above|earlier|before)|"
+    r"(?:this|our|the)\s+(?:chat|conversation)|"
+    r"(?:summari[sz]e|repeat|rephrase|shorten|translate)\s+(?:that|this|it|the\s+above))\b",
+    re.IGNORECASE,
+)
+
+
+def is_ambiguous(query: str, history: History) -> bool:
+    """Whether the tool for ``query`` is unclear enough to ask an LLM planner; returns a bool
+    and raises nothing.
+
+    Conservative by design (a plain question is never ambiguous). True only when either
+
+    - the message asks for a tool without matching :class:`RulePlanner`'s exact patterns
+      ("ingest PATH", "scan DOCUMENT_ID"): it starts with a tool verb (ingest, scan, index,
+      import, upload, add, check, review), possibly after "please", "can you", "I want to" or
+      "let's", or it uses one of those words together with a path, a file name or a
+      24-character document id; or
+    - there are earlier turns (or a summary) and the message refers to them: a follow-up
+      (:func:`~citewise.chat.sessions.is_follow_up`) or words such as "you said", "your
+      answer", "this conversation", "summarise that".
+    """
+    if _INGEST_REQUEST.match(query) or _SCAN_REQUEST.match(query):
+        return False
+    if _TOOL_REQUEST.match(query) or (_TOOL_WORD.search(query) and _TARGET.search(query)):
+        return True
+    if history.turns or history.summary:
+        return is_follow_up(query, history.last_query) or bool(
+            _REFERS_TO_CONVERSATION.search(query))
+    return False
+
+
+def plans_with_llm(mode: str, provider_name: str, query: str, history: History) -> bool:
+    """Whether the LLM planner plans ``query``; returns a bool and raises nothing.
+
+    ``mode`` is the ``planner`` setting and ``provider_name`` the ``llm_provider`` one. False
+    for ``rules`` and for the provider ``none``; True for ``llm``; for ``auto``, True only
+    when the message :func:`is_ambiguous` and the provider is not the bundled ``local``
+    model (whose planning call would cost more than the answer).
+    """
+    name = provider_name.strip().lower()
+    if name == "none" or mode == "rules":
+        return False
+    if mode == "llm":
+        return True
+    return name != "local" and is_ambiguous(query, history)
+
+
 class RulePlanner:
-    """Plans without an LLM: "ingest PATH" is INGEST, "scan DOCUMENT_ID" is SCAN, everything
-    else SEARCH (a follow-up rewritten by ``provider`` when given, by the rule otherwise)."""
+    """Plans by rules: "ingest PATH" is INGEST, "scan DOCUMENT_ID" is SCAN, everything else
+    SEARCH. Only a follow-up calls a model: it is rewritten by ``provider`` when given (one
+    short generation), by the rule otherwise."""
 
     def __init__(self, provider: ChatProvider | None = None) -> None:
         self.provider = provider
 
     def run(self, query: str, history: History, context_hint: str | None = None) -> PlanStream:
+        """Yield the plan's thoughts (and a ``plan`` status before an LLM rewrite); return the
+        :class:`Plan`. Raises nothing: a failed rewrite falls back to the rule's."""
         if m := _INGEST_REQUEST.match(query):
             plan = Plan(Directive.INGEST, m.group("path").strip("\"'`"),
                         ("The user asks to add a file to the collection.",))
@@ -166,6 +242,8 @@ class LLMPlanner:
                                             f"Message: {query}"}]
 
     def run(self, query: str, history: History, context_hint: str | None = None) -> PlanStream:
+        """Yield a ``plan`` status, then the plan's thoughts; return the checked :class:`Plan`.
+        Raises nothing: on a ProviderError the rules plan."""
         yield StatusEvent("planning", stage="plan")
         try:
             text = "".join(self.provider.stream(self._messages(query, history, context_hint),
@@ -197,12 +275,15 @@ class LLMPlanner:
         return plan if plan.argument and plan.argument in query else search
 
 
-def make_planner(mode: str, provider: ChatProvider | None) -> LLMPlanner | RulePlanner:
-    """``mode`` is the ``planner`` setting: llm, rules or auto (llm when there is a
-    provider)."""
-    if provider is not None and mode in ("llm", "auto"):
+def make_planner(mode: str, provider: ChatProvider | None, query: str, history: History,
+                 provider_name: str) -> LLMPlanner | RulePlanner:
+    """The planner for ``query``: an :class:`LLMPlanner` over ``provider`` when
+    :func:`plans_with_llm` says so and ``provider`` is not None, otherwise a
+    :class:`RulePlanner` (with ``provider`` for rewriting follow-ups). Raises nothing."""
+    if provider is not None and plans_with_llm(mode, provider_name, query, history):
         return LLMPlanner(provider)
     return RulePlanner(provider)
 
 
-__all__ = ["Directive", "LLMPlanner", "Plan", "RulePlanner", "make_planner", "parse_plan"]
+__all__ = ["Directive", "LLMPlanner", "Plan", "RulePlanner", "is_ambiguous", "make_planner",
+           "parse_plan", "plans_with_llm"]
