@@ -145,8 +145,9 @@ class Attributor:
     """
 
     def __init__(self, evidence: Sequence[Evidence], threshold: float = 0.5,
-                 skip: Callable[[str], bool] | None = None) -> None:
+                 skip: Callable[[str], bool] | None = None, question: str = "") -> None:
         self.passages = {ev.citation.n: set(tokenize(ev.chunk.text)) for ev in evidence}
+        self.known = frozenset(tokenize(question)) if question else frozenset()
         self.threshold = threshold
         self.skip = skip or (lambda _s: False)
         self.added: list[int] = []
@@ -162,11 +163,13 @@ class Attributor:
         cited, self._cited = self._cited, False
         if cited or not self.passages or self.skip(sentence):
             return ""
-        weights = _weights(_ANY_CITATION.sub(" ", sentence))
+        plain = _ANY_CITATION.sub(" ", sentence)
+        weights = _weights(plain, self.known)
         if not weights:
             return ""
         best = max(self.passages, key=lambda n: (support_score(weights, self.passages[n]), -n))
-        if support_score(weights, self.passages[best]) < self.threshold:
+        if support_score(weights, self.passages[best]) < self.threshold or not (
+                key_terms(plain, self.known) <= self.passages[best]):
             return ""
         self.added.append(best)
         return f" [{best}]"
@@ -235,35 +238,59 @@ def support_score(weights: dict[str, float], passage_terms: set[str]) -> float:
     return sum(w for t, w in weights.items() if t in passage_terms) / total if total else 0.0
 
 
-def _weights(text: str) -> dict[str, float]:
+def _weights(text: str, known: frozenset[str] = frozenset()) -> dict[str, float]:
+    """A sentence's analysed terms with their weights (2 for a number, else 1); terms in
+    ``known`` (the question's own words: an answer that restates the question claims nothing
+    by it) are left out, numbers excepted."""
     terms: dict[str, float] = {}
     for t in tokenize(text):
-        if len(t) > 1 or t.isdigit():
-            terms[t] = 2.0 if any(ch.isdigit() for ch in t) else 1.0
+        digit = any(ch.isdigit() for ch in t)
+        if (len(t) > 1 or t.isdigit()) and (digit or t not in known):
+            terms[t] = 2.0 if digit else 1.0
     return terms
 
 
-def check_support(answer: str, evidence: Sequence[Evidence],
-                  threshold: float = 0.5) -> tuple[SentenceSupport, ...]:
-    """One :class:`SentenceSupport` per answer sentence that has content terms.
+_KEY_WORD = re.compile(r"(?<![\w])(?:\w*\d\w*|\w+_\w+|(?<=[^.!?\s]\s)[A-ZА-ЯЁӘҒҚҢӨҰҮҺІ]\w+)")
+
+
+def key_terms(sentence: str, known: frozenset[str] = frozenset()) -> set[str]:
+    """The analysed terms of a sentence's names, numbers and identifiers: words holding a
+    digit or an underscore, and capitalised words not at the sentence's start, less the
+    question's own terms (``known``). A wrong number or name is the most harmful error a
+    fluent answer makes, so each must occur in the cited passages (:func:`check_support`)."""
+    out: set[str] = set()
+    for m in _KEY_WORD.finditer(sentence):
+        out.update(t for t in tokenize(m.group()) if t not in known or t.isdigit())
+    return out
+
+
+def check_support(answer: str, evidence: Sequence[Evidence], threshold: float = 0.5,
+                  question: str = "") -> tuple[SentenceSupport, ...]:
+    """One :class:`SentenceSupport` per answer sentence that has content terms of its own.
 
     ``support`` in [0, 1], higher is better supported (:func:`support_score` against the union
     of the cited passages; against all passages for an uncited sentence, which is never
-    ``supported``).
+    ``supported``). Words of ``question`` do not count either way (restating the question
+    claims nothing), and a sentence is supported only when every one of its
+    :func:`key_terms` (numbers, names, identifiers) occurs in its cited passages: "Anders
+    Celsius's wife was Elizabeth II [1]" fails when passage 1 never names Elizabeth.
     """
     by_n = {ev.citation.n: set(tokenize(ev.chunk.text)) for ev in evidence}
     everything = set().union(*by_n.values()) if by_n else set()
+    known = frozenset(tokenize(question)) if question else frozenset()
     out = []
     for sentence, numbers in cited_sentences(answer):
         numbers = [n for n in numbers if n in by_n]
         plain = " ".join(_ANY_CITATION.sub(" ", sentence).split())
-        weights = _weights(plain)
+        weights = _weights(plain, known)
         if not weights:
             continue
         pool = set().union(*(by_n[n] for n in numbers)) if numbers else everything
         support = support_score(weights, pool)
+        keys_found = key_terms(plain, known) <= pool
         out.append(SentenceSupport(plain, tuple(numbers), round(support, 4),
-                                   supported=bool(numbers) and support >= threshold))
+                                   supported=bool(numbers) and support >= threshold
+                                   and keys_found))
     return tuple(out)
 
 
@@ -274,4 +301,4 @@ def citation_precision(support: Sequence[SentenceSupport]) -> float | None:
 
 
 __all__ = ["Attributor", "CitationFilter", "check_support", "citation_numbers",
-           "citation_precision", "cited_sentences", "support_score"]
+           "citation_precision", "cited_sentences", "key_terms", "support_score"]

@@ -151,7 +151,8 @@ class LLMAnswerer:
                           stage="generate")
         example = LeadingExampleFilter()
         citations = CitationFilter(ev.citation.n for ev in given)
-        attributor = Attributor(given, self.support_threshold, skip=_says_not_found)
+        attributor = Attributor(given, self.support_threshold, skip=_says_not_found,
+                                question=question)
         pieces: list[str] = []
         t0 = time.perf_counter()
         first: float | None = None
@@ -188,7 +189,7 @@ class LLMAnswerer:
                                        "repeated its instructions instead of answering")
             return
         cited = list(dict.fromkeys([*citations.cited, *attributor.added]))
-        support = check_support(text, given, self.support_threshold) if found else ()
+        support = check_support(text, given, self.support_threshold, question) if found else ()
         if found and support and not any(x.supported for x in support):
             yield from self._fall_back(f"{self.provider.name} ({self.provider.model}): no "
                                        "sentence of the answer is supported by the passages it "

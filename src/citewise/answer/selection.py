@@ -36,13 +36,14 @@ from citewise.ingest.chunking import sentences
 from citewise.retrieve.analysis import tokenize
 from citewise.retrieve.embedding import Embedder
 from citewise.retrieve.language import detect_language
+from citewise.retrieve.retriever import question_clause
 from citewise.types import Evidence
 
 MAX_CANDIDATE_CHARS = 600
 CODE_WINDOW = 12  # lines
 #: The abstention rule's floors (see :func:`answerable`), chosen on the dev split of the
 #: answer benchmark (benchmarks/answers.py; docs/benchmarks.md "Abstention").
-MIN_COVERAGE = 0.34
+MIN_COVERAGE = 0.25
 MIN_SCORE = 0.40
 #: Score factor of a candidate that reads as a command or code (a ``curl`` line, a shell
 #: prompt, a JSON body) when the question does not ask for one: a docs page's example request
@@ -188,7 +189,8 @@ def rank_candidates(question: str, evidence: Sequence[Evidence], embedder: Embed
     the question asks for a command or code. Returns [] when there are no candidates.
     """
     language = detect_language(question)
-    terms = list(dict.fromkeys(tokenize(question, language)))
+    focus = question_clause(question)
+    terms = list(dict.fromkeys(tokenize(focus, language)))
     pool = [c for i, ev in enumerate(evidence) for c in candidates(ev, i)]
     if not pool:
         return []
@@ -206,7 +208,7 @@ def rank_candidates(question: str, evidence: Sequence[Evidence], embedder: Embed
     cosine = np.zeros(len(pool), dtype=np.float32)
     if order:
         vectors = embedder.embed_documents([_in_context(pool[i], evidence) for i in order])
-        cosine[order] = vectors @ embedder.embed_query(question)
+        cosine[order] = vectors @ embedder.embed_query(focus)
     penalise = not _ASKS_FOR_CODE.search(question)
     scored = []
     for c, cos, cov, lex in zip(pool, cosine, coverage, lexical, strict=True):
@@ -220,11 +222,15 @@ def rank_candidates(question: str, evidence: Sequence[Evidence], embedder: Embed
 
 def answerable(ranked: Sequence[Scored], *, min_coverage: float = MIN_COVERAGE,
                min_score: float = MIN_SCORE) -> bool:
-    """Whether the best candidates answer the question: some candidate among the best three
-    holds at least ``min_coverage`` of the question's weighted terms and scores at least
-    ``min_score``. A question whose rare words appear in no candidate (an off-topic question,
-    or a near miss that shares only common words with the documents) is declined."""
-    return any(s.coverage >= min_coverage and s.score >= min_score for s in ranked[:3])
+    """Whether the best candidates may answer the question: some candidate among the best
+    three holds at least ``min_coverage`` of the question's weighted terms, or the best one
+    scores at least ``min_score``. A question whose rare words appear in no candidate and
+    that no candidate matches closely in meaning (an off-topic question, or a near miss that
+    shares only common words with the documents) is declined."""
+    if not ranked:
+        return False
+    return ranked[0].score >= min_score or any(s.coverage >= min_coverage
+                                               for s in ranked[:3])
 
 
 def _find_flexible(text: str, part: str, start: int) -> tuple[int, int] | None:

@@ -88,6 +88,9 @@ class SentenceTransformerEmbedder(Embedder):
                 f"CITEWISE_EMBEDDING_MODEL: {path} is not a model folder; give 'minilm', 'use', "
                 "'e5' or a local sentence-transformers model folder"
             )
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()  # "Loading weights: 100%" on stderr says nothing
         self.model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
         self.name = name
         self.dim = int(self.model.get_embedding_dimension())
