@@ -6,7 +6,7 @@ import threading
 from dataclasses import dataclass
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, HTTPException, Request
 
 from citewise.api.auth import Reader, check_admin, readable_collections
 from citewise.api.sse import StreamCounter
@@ -52,6 +52,16 @@ def require_admin(request: Request) -> None:
     check_admin(request, get_settings(request))
 
 
+def may_write(request: Request) -> bool:
+    """Whether the caller may use admin endpoints (:func:`check_admin` passes): chat
+    directives that write are proposed only then."""
+    try:
+        check_admin(request, get_settings(request))
+    except HTTPException:
+        return False
+    return True
+
+
 def get_reader(request: Request) -> Reader:
     return readable_collections(request, get_settings(request))
 
@@ -62,4 +72,5 @@ SettingsDep = Annotated[Settings, Depends(get_settings)]
 EngineDep = Annotated[Engine, Depends(get_engine)]
 AgentDep = Annotated[Agent, Depends(get_agent)]
 SessionsDep = Annotated[SessionStore, Depends(get_sessions)]
+MayWriteDep = Annotated[bool, Depends(may_write)]
 AdminDep = Depends(require_admin)

@@ -3,8 +3,13 @@
 A turn goes: route (:mod:`~citewise.chat.intent`: small talk is answered at once) -> plan
 (:mod:`~citewise.chat.planner`, streamed as ``thinking``) -> the directive as a tool
 (``tool_call`` / ``tool_result``) -> the answer (``status``, ``token``, then ``done``).
-INGEST, and SCAN of an attached document, change the collection: they end the stream with an
-``interrupt`` holding a resume token, and run only when :meth:`Agent.resume` approves them.
+Authorisation: every directive runs for the caller. SCAN reads the indexed document where it
+is (nothing is re-ingested, moved or written), and only a document of a collection the caller
+may read (another one is "no document with id ..."). INGEST writes: it is proposed only to a
+caller that may write (``may_write``: the admin key, or a keyless server on localhost) and
+ends the stream with an ``interrupt`` holding a resume token; it runs only when
+:meth:`Agent.resume` approves it (the API lets only the admin do that). SCAN of an attached
+document is proposed the same way. Nothing that writes runs from a chat message alone.
 
 Persistence: the user message is saved first; the assistant message when the turn ends, as
 ``complete``, ``pending`` (an interrupt), ``error``, or ``interrupted`` with the partial text
@@ -146,8 +151,12 @@ class Agent:
     def run(self, chat_id: str, query: str, *, top_k: int | None = None,
             mode: SearchMode | str = SearchMode.HYBRID,
             filters: Mapping[str, Any] | None = None, context_hint: str | None = None,
-            attachment: str | None = None, extractive: bool = False) -> Iterator[Event]:
-        """The events of one turn of chat ``chat_id`` (see the module docstring)."""
+            attachment: str | None = None, extractive: bool = False,
+            may_write: bool = False) -> Iterator[Event]:
+        """The events of one turn of chat ``chat_id`` (see the module docstring).
+        ``filters["collections"]`` (when set) are the collections the caller may read; a
+        directive that writes (INGEST) is proposed only when ``may_write``. Errors come back
+        as an ``error`` event, never raised."""
         t0 = time.perf_counter()
         user_id = self.sessions.add_message(chat_id, "user", query)
         pieces: list[str] = []
@@ -176,7 +185,7 @@ class Agent:
             if plan.rewritten:
                 self.sessions.update_message(user_id, search_query=plan.argument)
             if plan.directive is Directive.INGEST:
-                inner = self._propose_ingest(chat_id, query, plan.argument)
+                inner = self._propose_ingest(chat_id, query, plan.argument, may_write)
             elif plan.directive is Directive.SCAN:
                 inner = self._scan(chat_id, query, plan.argument, propose=attachment is not None,
                                    filters=filters)
@@ -268,7 +277,15 @@ class Agent:
             return f"{argument}: no such file or folder"
         return path
 
-    def _propose_ingest(self, chat_id: str, query: str, argument: str) -> Iterator[Event]:
+    def _propose_ingest(self, chat_id: str, query: str, argument: str,
+                        may_write: bool) -> Iterator[Event]:
+        if not may_write:
+            reason = ("adding files changes the collection and needs the admin key "
+                      "(CITEWISE_API_KEY); ask an administrator to upload it")
+            yield ToolResultEvent("ingest", {"error": reason})
+            yield DoneEvent(Answer(query, f"I cannot ingest {argument}: {reason}.", (), False,
+                                   "none"))
+            return
         path = self._allowed_path(argument)
         if isinstance(path, str):
             yield ToolResultEvent("ingest", {"error": path})
@@ -298,6 +315,15 @@ class Agent:
                                        f"Waiting for approval to scan {doc.path}.")
             return
         yield from self._run_scan(query, document_id)
+
+    def _ingest_collection(self, path: Path) -> str:
+        """The collection a chat INGEST of ``path`` writes to: an indexed file stays in its
+        own collection (an ingest never moves a document); anything else goes to the
+        default collection."""
+        from citewise.ingest.pipeline import document_id
+
+        doc = self.engine.store.document(document_id(path)) if path.is_file() else None
+        return doc.collection if doc is not None else self.settings.collection
 
     def _run_scan(self, query: str, document_id: str) -> Iterator[Event]:
         yield ToolCallEvent("scan", {"document_id": document_id})
@@ -344,10 +370,13 @@ class Agent:
                         event = self._save_done(chat_id, event.answer, t0)
                     yield event
                 return
+            path = self._allowed_path(str(what))  # checked again: it may have changed since
+            if isinstance(path, str):
+                raise NotFoundError(f"cannot ingest {path}")
             yield ToolCallEvent("ingest", {"path": what})
             yield StatusEvent(f"ingesting {Path(str(what)).name}", stage="ingest")
             with self.write_lock:
-                report = self.engine.ingest([str(what)])
+                report = self.engine.ingest([path], collection=self._ingest_collection(path))
             counts = {s: report.count(s) for s in ("added", "updated", "unchanged", "failed")}
             yield ToolResultEvent("ingest", {
                 **counts, "chunks": report.chunks,

@@ -1,0 +1,120 @@
+"""Issue 18: access control and data safety of the API, against ``create_app`` over real
+files and a real SQLite index (real embedding model; rule planner, no LLM).
+
+Chat directives run for the caller (a scan reads a document where it is, of a readable
+collection only; an ingest is proposed to the admin alone), upload names keep their relative
+path, collisions are refused, a failed re-upload keeps the good version, and the upload limit
+holds for chunked bodies.
+"""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+
+from tests.api.conftest import LiveServer, sse_events
+
+ADMIN = "admin-key-0123456789"
+KEY_A = "read-key-alpha-0123456789"
+KEY_B = "read-key-beta-0123456789"
+
+CONTRACT = """SERVICES AGREEMENT
+
+1. Term. This Agreement begins on the Effective Date and continues for an initial term of one
+(1) year unless either party gives notice of non-renewal.
+
+2. Termination. Either party may terminate this Agreement for convenience upon thirty (30)
+days prior written notice to the other party.
+
+3. Governing Law. This Agreement shall be governed by the laws of the State of New York.
+"""
+
+
+def auth(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
+
+
+@pytest.fixture
+def two_collections(make_app, tmp_path):
+    """An app with collection ``alpha`` (a contract) and ``beta`` (a note); KEY_A reads
+    alpha, KEY_B reads beta, ADMIN everything. Returns (app, engine, contract document)."""
+    alpha, beta = tmp_path / "alpha", tmp_path / "beta"
+    alpha.mkdir()
+    beta.mkdir()
+    (alpha / "contract.txt").write_text(CONTRACT, encoding="utf-8")
+    (beta / "note.md").write_text("# Note\n\nThe beta code word is SILVERFINCH.\n",
+                                  encoding="utf-8")
+    app, engine = make_app(api_key=ADMIN, api_keys={KEY_A: ["alpha"], KEY_B: ["beta"]},
+                           ingest_roots=[tmp_path])
+    engine.ingest([alpha], collection="alpha")
+    engine.ingest([beta], collection="beta")
+    contract = next(d for d in engine.store.documents() if d.collection == "alpha")
+    return app, engine, contract
+
+
+def _snapshot(engine) -> set[tuple[str, str, str, str]]:  # type: ignore[no-untyped-def]
+    return {(d.id, d.collection, d.path, d.content_hash) for d in engine.store.documents()}
+
+
+def _chat(c: httpx.Client, query: str, key: str) -> list[tuple[str, dict]]:
+    """The events of one streamed turn; the last one's data also has ``conversation_id``."""
+    with c.stream("POST", "/api/chat/stream", json={"query": query}, headers=auth(key)) as r:
+        assert r.status_code == 200, r.read()
+        events = list(sse_events(r.iter_lines()))
+        events[-1][1].setdefault("conversation_id", r.headers["x-conversation-id"])
+        return events
+
+
+# --- item 1: chat directives -----------------------------------------------------------------
+def test_chat_scan_reads_the_document_where_it_is_for_its_readers_only(two_collections):
+    app, engine, contract = two_collections
+    before = _snapshot(engine)
+    with LiveServer(app) as server, httpx.Client(base_url=server.url, timeout=120) as c:
+        # key B cannot scan (nor learn about) alpha's contract
+        events = _chat(c, f"scan {contract.id}", KEY_B)
+        assert events[-1][0] == "done" and "no document" in events[-1][1]["answer"]
+        assert "contract.txt" not in json.dumps(events)
+        assert _snapshot(engine) == before
+        # key A reads alpha: the scan runs, and reads the document where it is
+        for key in (KEY_A, ADMIN):
+            events = _chat(c, f"scan {contract.id}", key)
+            result = next(d for e, d in events if e == "tool_result")["result"]
+            assert result["available"] is True, events
+            assert result["result"]["document"]["path"] == "alpha/contract.txt"
+            assert result["result"]["flags"]
+            assert _snapshot(engine) == before  # never re-ingested, moved nor renamed
+        listed = c.get("/api/documents", headers=auth(KEY_A)).json()["data"]
+        assert [(d["id"], d["path"]) for d in listed] == [(contract.id, "alpha/contract.txt")]
+
+
+def test_chat_ingest_is_proposed_to_the_admin_only_and_keeps_collections(two_collections,
+                                                                         tmp_path):
+    app, engine, contract = two_collections
+    new = tmp_path / "inbox" / "new.md"
+    new.parent.mkdir()
+    new.write_text("# New\n\nThe gamma code word is BLUEHERON.\n", encoding="utf-8")
+    before = _snapshot(engine)
+    with LiveServer(app) as server, httpx.Client(base_url=server.url, timeout=120) as c:
+        for key in (KEY_A, KEY_B):
+            events = _chat(c, f"ingest {new}", key)
+            assert [e for e, _ in events] == ["thinking", "tool_result", "done"], events
+            assert "admin key" in events[-1][1]["answer"]
+            chat_id = events[-1][1]["conversation_id"]
+            assert c.get(f"/api/chats/{chat_id}", headers=auth(key)).json()["pending"] == []
+        # re-ingesting alpha's contract from the admin's chat keeps it in alpha
+        events = _chat(c, f"ingest {contract.source_path}", ADMIN)
+        assert events[-1][0] == "interrupt"
+        token, chat_id = events[-1][1]["resume_token"], events[-1][1]["conversation_id"]
+        body = {"resume_token": token, "approve": True}
+        assert c.post(f"/api/chats/{chat_id}/resume", json=body,
+                      headers=auth(KEY_A)).status_code == 401  # approving needs the admin
+        with c.stream("POST", f"/api/chats/{chat_id}/resume", json=body,
+                      headers=auth(ADMIN)) as r:
+            events = list(sse_events(r.iter_lines()))
+        assert events[-1][0] == "done", events
+        after = {d.id: d for d in engine.store.documents()}
+        assert after[contract.id].collection == "alpha"
+        assert _snapshot(engine) == before
