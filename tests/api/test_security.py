@@ -16,6 +16,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from tests.api.conftest import LiveServer, sse_events
+from tests.conftest import CASES
 
 ADMIN = "admin-key-0123456789"
 KEY_A = "read-key-alpha-0123456789"
@@ -118,3 +119,108 @@ def test_chat_ingest_is_proposed_to_the_admin_only_and_keeps_collections(two_col
         after = {d.id: d for d in engine.store.documents()}
         assert after[contract.id].collection == "alpha"
         assert _snapshot(engine) == before
+
+
+# --- item 2: upload names ------------------------------------------------------------------
+def _upload(c: TestClient, *files: tuple[str, bytes], **params: str):  # type: ignore[no-untyped-def]
+    return c.post("/api/documents", params=params, headers=auth(ADMIN),
+                  files=[("files", (name, data, "text/plain")) for name, data in files])
+
+
+def _stored(folder) -> set[str]:  # type: ignore[no-untyped-def]
+    return {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()}
+
+
+def test_upload_identity_is_the_relative_path_and_collisions_are_refused(make_app):
+    app, engine = make_app(api_key=ADMIN)
+    folder = engine.settings.collection_dir
+    top, sub = b"# Notes\n\nThe top code is AMBERFOX.\n", b"# Notes\n\nThe sub code is REDKITE.\n"
+    with TestClient(app, base_url="http://127.0.0.1") as c:
+        # '..' can neither escape nor collapse onto notes.md
+        r = _upload(c, ("a/../../notes.md", top))
+        assert r.status_code == 400 and "a/../../notes.md" in r.json()["detail"]
+        assert not folder.exists() or _stored(folder) == set()
+        # sub/notes.md and notes.md are two documents, shown with their relative paths
+        r = _upload(c, ("notes.md", top), ("sub/notes.md", sub))
+        assert r.status_code == 201, r.text
+        assert r.json()["stored"] == ["notes.md", "sub/notes.md"]
+        assert [f["status"] for f in r.json()["files"]] == ["added", "added"]
+        docs = {d.path: d for d in engine.store.documents()}
+        assert set(docs) == {"notes.md", "sub/notes.md"}
+        assert engine.search("REDKITE", mode="sparse").hits[0].document.path == "sub/notes.md"
+        # notes.MD is the same file on a case-insensitive disk: 409 naming both, nothing lost
+        for names in ((("notes.MD", sub),), (("Sub/notes.md", sub),),
+                      (("x.md", top), ("X.md", sub)), (("y?.md", top), ("y_.md", sub))):
+            r = _upload(c, *names)
+            assert r.status_code == 409, (names, r.text)
+            detail = r.json()["detail"]
+            assert r.json()["code"] == "UploadConflictError"
+            assert names[0][0] in detail and (len(names) == 1 or names[1][0] in detail), detail
+        assert (folder / "notes.md").read_bytes() == top and _stored(folder) == {
+            "notes.md", "sub/notes.md"}
+        # the exact path again is a new version of that document
+        r = _upload(c, ("notes.md", top + b"\nAlso BLUEJAY.\n"))
+        assert r.status_code == 201 and r.json()["files"][0]["status"] == "updated"
+        # long names sharing their first 150 characters stay two files
+        long_a, long_b = "x" * 150 + "-alpha.md", "x" * 150 + "-beta.md"
+        r = _upload(c, (long_a, b"# A\n\nFirst long.\n"), (long_b, b"# B\n\nSecond long.\n"))
+        assert r.status_code == 201, r.text
+        a, b = r.json()["stored"]
+        assert a != b and len(a) <= 120 and len(b) <= 120
+        assert [f["status"] for f in r.json()["files"]] == ["added", "added"]
+        assert len(engine.store.documents()) == 4
+
+
+def test_c09_two_folders_budget_md_in_one_upload_are_both_kept(make_app):
+    app, engine = make_app(api_key=ADMIN)
+    case = CASES / "c09_same_name"
+    files = [(f"{office}/budget.md", (case / office / "budget.md").read_bytes())
+             for office in ("north_office", "south_office")]
+    with TestClient(app, base_url="http://127.0.0.1") as c:
+        r = _upload(c, *files)
+        assert r.status_code == 201, r.text
+        assert [f["status"] for f in r.json()["files"]] == ["added", "added"]
+        docs = {d.path: d.id for d in engine.store.documents()}
+        assert set(docs) == {"north_office/budget.md", "south_office/budget.md"}
+        r = c.post("/api/chat", json={"query": "What is the travel budget for the South "
+                                                "office?"})
+        body = r.json()
+        assert "42,500" in body["answer"], body["answer"]
+        assert body["sources"][0]["path"] == "south_office/budget.md"
+        assert c.delete(f"/api/documents/{docs['north_office/budget.md']}",
+                        headers=auth(ADMIN)).status_code == 200
+        assert [d.path for d in engine.store.documents()] == ["south_office/budget.md"]
+
+
+# --- item 3: a failed re-upload keeps the good version -------------------------------------
+def test_a_failed_reupload_keeps_the_good_version_searchable(make_app):
+    app, engine = make_app(api_key=ADMIN)
+    folder = engine.settings.collection_dir
+    good_txt = b"# Marigold\n\nThe Marigold launch is on 14 March, code SILVERFINCH.\n"
+    pdf = (CASES / "c30_pages" / "vehicle_care_manual.pdf").read_bytes()
+    with TestClient(app, base_url="http://127.0.0.1") as c:
+        r = c.post("/api/documents", headers=auth(ADMIN), files=[
+            ("files", ("marigold.md", good_txt, "text/markdown")),
+            ("files", ("manual.pdf", pdf, "application/pdf"))])
+        assert r.status_code == 201 and [f["status"] for f in r.json()["files"]] == [
+            "added", "added"]
+        before = {d.path: (d.id, d.content_hash, d.chunk_count) for d in engine.store.documents()}
+        for name, bad, why in (("marigold.md", b"", "empty"),
+                               ("marigold.md", b"  \n", "empty"),
+                               ("manual.pdf", pdf[: len(pdf) // 3], "")):
+            r = c.post("/api/documents", headers=auth(ADMIN),
+                       files=[("files", (name, bad, "application/octet-stream"))])
+            assert r.status_code == 201, r.text
+            result = r.json()["files"][0]
+            assert result["status"] == "failed" and result["path"] == name, result
+            assert why in result["reason"] and "previous one is kept" in result["reason"]
+            assert r.json()["stored"] == []
+            assert {d.path: (d.id, d.content_hash, d.chunk_count)
+                    for d in engine.store.documents()} == before
+            assert all(d.status == "indexed" for d in engine.store.documents())
+        assert (folder / "marigold.md").read_bytes() == good_txt
+        assert (folder / "manual.pdf").read_bytes() == pdf
+        assert _stored(folder) == {"marigold.md", "manual.pdf"}  # no temporary file left
+        r = c.post("/api/chat", json={"query": "When is the Marigold launch?"})
+        assert "14 March" in r.json()["answer"]
+

@@ -37,6 +37,7 @@ from citewise.errors import (
     ProviderError,
     QueryError,
     QueryTooLongError,
+    UploadConflictError,
     UploadError,
     UploadTooLargeError,
 )
@@ -45,6 +46,7 @@ from citewise.errors import (
 STATUS: dict[type[CitewiseError], int] = {
     QueryTooLongError: 413,
     UploadTooLargeError: 413,
+    UploadConflictError: 409,
     QueryError: 422,
     NotFoundError: 404,
     UploadError: 400,
