@@ -224,3 +224,36 @@ def test_a_failed_reupload_keeps_the_good_version_searchable(make_app):
         r = c.post("/api/chat", json={"query": "When is the Marigold launch?"})
         assert "14 March" in r.json()["answer"]
 
+
+# --- item 4: the size limit holds for a chunked body ---------------------------------------
+def _multipart(files: list[tuple[str, bytes]], boundary: str = "cwboundary"):  # type: ignore[no-untyped-def]
+    """A multipart body as a generator, so httpx sends it chunked (no Content-Length)."""
+    for name, data in files:
+        yield (f'--{boundary}\r\nContent-Disposition: form-data; name="files"; '
+               f'filename="{name}"\r\nContent-Type: text/plain\r\n\r\n').encode()
+        for i in range(0, len(data), 65536):
+            yield data[i:i + 65536]
+        yield b"\r\n"
+    yield f"--{boundary}--\r\n".encode()
+
+
+@pytest.mark.parametrize("files", [
+    [("big.txt", b"word " * 900_000)],  # one file of 4.5 MB
+    [(f"part{i}.txt", b"word " * 150_000) for i in range(4)],  # four of 0.75 MB each
+], ids=["one-big-file", "several-small-files"])
+def test_upload_limit_holds_for_a_chunked_body(make_app, files):
+    app, engine = make_app(api_key=ADMIN, max_upload_mb=1)
+    folder = engine.settings.collection_dir
+    headers = {**auth(ADMIN), "Content-Type": "multipart/form-data; boundary=cwboundary"}
+    with LiveServer(app) as server, httpx.Client(base_url=server.url, timeout=60) as c:
+        r = c.post("/api/documents", content=_multipart(files), headers=headers)
+        assert r.request.headers.get("transfer-encoding") == "chunked"
+        assert "content-length" not in r.request.headers
+        assert r.status_code == 413, r.text
+        assert "1 MiB" in r.json()["detail"] and "CITEWISE_MAX_UPLOAD_MB" in r.json()["detail"]
+        # a body under the limit still works the same way
+        small = [("ok.txt", b"The small file is fine.\n")]
+        r = c.post("/api/documents", content=_multipart(small), headers=headers)
+        assert r.status_code == 201, r.text
+    assert _stored(folder) == {"ok.txt"}
+    assert [d.path for d in engine.store.documents()] == ["ok.txt"]
