@@ -10,6 +10,7 @@ holds for chunked bodies.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 
 import httpx
 import pytest
@@ -122,7 +123,7 @@ def test_chat_ingest_is_proposed_to_the_admin_only_and_keeps_collections(two_col
 
 
 # --- item 2: upload names ------------------------------------------------------------------
-def _upload(c: TestClient, *files: tuple[str, bytes], **params: str):  # type: ignore[no-untyped-def]
+def _upload(c: TestClient, *files: tuple[str, bytes], **params: str) -> httpx.Response:
     return c.post("/api/documents", params=params, headers=auth(ADMIN),
                   files=[("files", (name, data, "text/plain")) for name, data in files])
 
@@ -226,7 +227,7 @@ def test_a_failed_reupload_keeps_the_good_version_searchable(make_app):
 
 
 # --- item 4: the size limit holds for a chunked body ---------------------------------------
-def _multipart(files: list[tuple[str, bytes]], boundary: str = "cwboundary"):  # type: ignore[no-untyped-def]
+def _multipart(files: list[tuple[str, bytes]], boundary: str = "cwboundary") -> Iterator[bytes]:
     """A multipart body as a generator, so httpx sends it chunked (no Content-Length)."""
     for name, data in files:
         yield (f'--{boundary}\r\nContent-Disposition: form-data; name="files"; '
