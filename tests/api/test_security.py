@@ -258,3 +258,58 @@ def test_upload_limit_holds_for_a_chunked_body(make_app, files):
         assert r.status_code == 201, r.text
     assert _stored(folder) == {"ok.txt"}
     assert [d.path for d in engine.store.documents()] == ["ok.txt"]
+
+
+# --- item 5: widget deployments ------------------------------------------------------------
+SITE = "https://docs.example.org"
+
+
+def test_widget_visitors_see_only_their_own_chats_and_other_sites_only_ask(make_app,
+                                                                           docs_dir):
+    # the README's widget setup: reading open, the site's origin allowed, not on localhost
+    app, engine = make_app(ingest=[docs_dir], host="0.0.0.0", cors_origins=[SITE])
+    v1, v2 = ({"X-Citewise-Visitor": t} for t in ("visitor-one-0123456789",
+                                                    "visitor-two-0123456789"))
+    site = {"Origin": SITE}
+    question = {"query": "How long does the laptop warranty last?"}
+    with TestClient(app, base_url="https://citewise.example.org") as c:
+        # the widget's requests, from the site: health, ask (JSON and streamed), its own chat
+        assert c.get("/api/health", headers=site).status_code == 200
+        r = c.post("/api/chat", json=question, headers={**site, **v1})
+        assert r.status_code == 200 and "24 months" in r.json()["answer"]
+        chat1 = r.json()["conversation_id"]
+        with c.stream("POST", "/api/chat/stream", json=question, headers={**site, **v2}) as s:
+            assert s.status_code == 200
+            chat2 = s.headers["x-conversation-id"]
+            list(s.iter_lines())
+        r = c.post("/api/chat", json={"query": "and the batteries?", "conversation_id": chat1},
+                   headers={**site, **v1})
+        assert r.status_code == 200 and r.json()["conversation_id"] == chat1
+        assert c.get(f"/api/chats/{chat1}", headers={**site, **v1}).status_code == 200
+        # nobody else lists, reads, continues or deletes a visitor's chat
+        for who in ({}, v2, {"X-Citewise-Visitor": "someone-else-0123456789"}):
+            listed = c.get("/api/chats", headers=who).json()
+            assert chat1 not in {x["id"] for x in listed["data"]}, who
+            assert c.get(f"/api/chats/{chat1}", headers=who).status_code == 404
+            assert c.delete(f"/api/chats/{chat1}", headers=who).status_code == 404
+            r = c.post("/api/chat", json={"query": "and?", "conversation_id": chat1},
+                       headers=who)
+            assert r.status_code == 404
+        assert [x["id"] for x in c.get("/api/chats", headers=v2).json()["data"]] == [chat2]
+        assert c.get("/api/chats", headers={}).json()["count"] == 0
+        # from the site, nothing beyond what the widget needs, even for the chat's owner
+        for method, url in (("GET", "/api/chats"), ("DELETE", f"/api/chats/{chat1}"),
+                            ("GET", "/api/documents"), ("POST", "/v1/chat/completions"),
+                            ("POST", f"/api/chats/{chat1}/resume"), ("POST", "/api/reindex")):
+            r = c.request(method, url, headers={**site, **v1})
+            assert r.status_code == 403, (method, url, r.text)
+            assert r.json()["code"] == "CrossOriginRefused" and url in r.json()["detail"]
+        preflight = c.options(f"/api/chats/{chat1}", headers={
+            **site, "Access-Control-Request-Method": "DELETE"})
+        assert "DELETE" not in preflight.headers.get("access-control-allow-methods", "")
+        # the owner, from the server's own page (same origin), manages its chat
+        own = {**v1, "Origin": "https://citewise.example.org"}
+        assert [x["id"] for x in c.get("/api/chats", headers=own).json()["data"]] == [chat1]
+        assert c.delete(f"/api/chats/{chat1}", headers=own).status_code == 204
+        r = c.get("/api/chats", headers={"X-Citewise-Visitor": "bad token"})
+        assert r.status_code == 400 and "X-Citewise-Visitor" in r.json()["detail"]

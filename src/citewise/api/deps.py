@@ -6,9 +6,9 @@ import threading
 from dataclasses import dataclass
 from typing import Annotated
 
-from fastapi import Depends, HTTPException, Request
+from fastapi import Depends, Request
 
-from citewise.api.auth import Reader, check_admin, readable_collections
+from citewise.api.auth import Reader, check_admin, is_admin, readable_collections
 from citewise.api.sse import StreamCounter
 from citewise.chat.agent import Agent
 from citewise.chat.sessions import SessionStore
@@ -55,11 +55,7 @@ def require_admin(request: Request) -> None:
 def may_write(request: Request) -> bool:
     """Whether the caller may use admin endpoints (:func:`check_admin` passes): chat
     directives that write are proposed only then."""
-    try:
-        check_admin(request, get_settings(request))
-    except HTTPException:
-        return False
-    return True
+    return is_admin(request, get_settings(request))
 
 
 def get_reader(request: Request) -> Reader:
