@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
 from fastapi.testclient import TestClient
 
+from citewise.errors import DocumentError
 from tests.api.conftest import LiveServer, sse_events
 from tests.conftest import CASES
 
@@ -121,6 +123,26 @@ def test_chat_ingest_is_proposed_to_the_admin_only_and_keeps_collections(two_col
         assert after[contract.id].collection == "alpha"
         assert _snapshot(engine) == before
 
+
+def test_scanning_an_indexed_file_keeps_its_collection_and_path(two_collections):
+    """``citewise scan FILE`` / ``Engine.scan`` on a file indexed in another collection: read
+    in place when unchanged, re-indexed in its own collection when changed; never moved."""
+    _, engine, contract = two_collections
+    before = _snapshot(engine)
+    report = engine.scan(contract.source_path)
+    assert report.document.path == "alpha/contract.txt" and _snapshot(engine) == before
+    path = Path(contract.source_path)
+    path.write_text(CONTRACT + "\n4. Notices. Notices are given in writing.\n",
+                    encoding="utf-8")
+    report = engine.scan(path)
+    doc = engine.store.document(contract.id)
+    assert doc is not None and (doc.collection, doc.path) == ("alpha", "alpha/contract.txt")
+    assert doc.content_hash != contract.content_hash
+    assert len(engine.store.documents()) == len(before)
+    # the chat scan refuses a file changed since it was indexed, naming what to do
+    path.write_text(CONTRACT, encoding="utf-8")
+    with pytest.raises(DocumentError, match="re-index it"):
+        engine.scan_document(contract.id)
 
 # --- item 2: upload names ------------------------------------------------------------------
 def _upload(c: TestClient, *files: tuple[str, bytes], **params: str) -> httpx.Response:
