@@ -8,8 +8,9 @@ owner). Anything else (listing or deleting chats, documents, uploads, sources, t
 OpenAI-compatible endpoint, admin endpoints) gets 403, whether or not the origin is listed and
 whether or not the browser sent a preflight first: a plain form POST needs none. Requests
 without an ``Origin`` (curl, servers, same-origin navigation), same-origin requests of the
-chat UI, and pages on this machine calling a server on localhost are not affected. CORS itself (:class:`fastapi.middleware.cors.CORSMiddleware`)
-allows only GET and POST and the headers the clients send.
+chat UI, and pages on this machine calling a server on localhost are not affected. CORS
+itself (:class:`fastapi.middleware.cors.CORSMiddleware`) allows only GET and POST and the
+headers the clients send.
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ may read (another one is "no document with id ..."). INGEST writes: it is propos
 caller that may write (``may_write``: the admin key, or a keyless server on localhost) and
 ends the stream with an ``interrupt`` holding a resume token; it runs only when
 :meth:`Agent.resume` approves it (the API lets only the admin do that). SCAN of an attached
-document is proposed the same way. Nothing that writes runs from a chat message alone.
+document is proposed the same way to such a caller, and run at once (it only reads) for
+others. Nothing that writes runs from a chat message alone.
 
 Persistence: the user message is saved first; the assistant message when the turn ends, as
 ``complete``, ``pending`` (an interrupt), ``error``, or ``interrupted`` with the partial text
@@ -187,8 +188,10 @@ class Agent:
             if plan.directive is Directive.INGEST:
                 inner = self._propose_ingest(chat_id, query, plan.argument, may_write)
             elif plan.directive is Directive.SCAN:
-                inner = self._scan(chat_id, query, plan.argument, propose=attachment is not None,
-                                   filters=filters)
+                # a scan only reads; the chat UI's approval prompt for an attachment is kept
+                # for callers who can approve it
+                inner = self._scan(chat_id, query, plan.argument,
+                                   propose=attachment is not None and may_write, filters=filters)
             elif plan.directive is Directive.ANSWER and provider is not None:
                 inner = self._answer_from_history(query, history, provider)
             else:
