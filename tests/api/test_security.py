@@ -90,6 +90,13 @@ def test_chat_scan_reads_the_document_where_it_is_for_its_readers_only(two_colle
             assert result["result"]["document"]["path"] == "alpha/contract.txt"
             assert result["result"]["flags"]
             assert _snapshot(engine) == before  # never re-ingested, moved nor renamed
+        # attached: a reader who cannot approve gets the (read-only) scan at once
+        body = {"query": "Check this contract", "attachment": contract.id}
+        r = c.post("/api/chat", json=body, headers=auth(KEY_A))
+        assert r.json()["interrupt"] is None and r.json()["answer"].startswith("Scan finished")
+        r = c.post("/api/chat", json=body, headers=auth(KEY_B))
+        assert "no document" in r.json()["answer"] and r.json()["interrupt"] is None
+        assert _snapshot(engine) == before
         listed = c.get("/api/documents", headers=auth(KEY_A)).json()["data"]
         assert [(d["id"], d["path"]) for d in listed] == [(contract.id, "alpha/contract.txt")]
 
