@@ -20,7 +20,12 @@ from citewise.answer.llm import LLMAnswerer
 from citewise.answer.providers import PRESETS, ChatProvider, open_provider
 from citewise.answer.selection import answerable, rank_candidates, sentence_evidence
 from citewise.config import SearchMode, Settings
-from citewise.errors import AnalyzerMismatchError, CitewiseError, EmbeddingMismatchError
+from citewise.errors import (
+    AnalyzerMismatchError,
+    CitewiseError,
+    EmbeddingMismatchError,
+    NotFoundError,
+)
 from citewise.ingest.pipeline import IngestReport, Ingestor, ProgressFn, reanalyze
 from citewise.retrieve.analysis import ANALYZER_VERSION, tokenize
 from citewise.retrieve.embedding import Embedder, load_embedder
@@ -82,6 +87,15 @@ class Engine:
         """Index files and folders into ``collection`` (default ``settings.collection``)."""
         return Ingestor(self.settings, self.store, self.embedder, collection).ingest(
             paths, prune, progress)
+
+    def ingest_files(self, files: Sequence[tuple[Path, Path]], collection: str | None = None,
+                     progress: ProgressFn | None = None) -> IngestReport:
+        """Index exact ``(file, root)`` pairs into ``collection`` (default
+        ``settings.collection``); ``root`` decides the displayed path. Nothing else under
+        the roots is touched (no pruning). Returns the per-file report; never raises for a
+        bad file."""
+        return Ingestor(self.settings, self.store, self.embedder, collection).ingest_files(
+            files, progress)
 
     def reindex(self, progress: ProgressFn | None = None) -> IngestReport:
         """Bring the index in line with the configured model and the current text analysis.
@@ -298,15 +312,36 @@ class Engine:
     def scan(self, path: str | Path, playbook: str | Path = "default", *,
              checker: Checker | None = None,
              progress: ScanProgressFn | None = None) -> ScanReport:
-        """Ingest ``path`` and check it against a playbook (bundled name or YAML path); flags
-        sorted by severity. ``checker`` defaults to the deterministic checker. Raises
-        ConfigError for a bad playbook, DocumentError when the file cannot be indexed."""
+        """Check the file ``path`` against a playbook (bundled name or YAML path); flags
+        sorted by severity. A file indexed with the same bytes is read where it is; a new
+        or changed one is indexed first (:meth:`Scanner.scan
+        <citewise.scan.scanner.Scanner.scan>`). ``checker`` defaults to the deterministic
+        checker. Raises ConfigError for a bad playbook, DocumentError when the file cannot
+        be indexed."""
         from citewise.scan.playbook import load_playbook
         from citewise.scan.scanner import Scanner
 
         self.check_model()
         book = load_playbook(playbook)
         return Scanner(self, book, checker or self.scan_checker()).scan(path, progress)
+
+    def scan_document(self, document_id: str, playbook: str | Path = "default", *,
+                      checker: Checker | None = None,
+                      progress: ScanProgressFn | None = None) -> ScanReport:
+        """Check the indexed document ``document_id`` against a playbook, reading it where it
+        is: nothing is ingested, moved or written. Returns its ScanReport. Raises
+        NotFoundError for an unknown id, DocumentError when its file is gone or changed
+        since it was indexed, ConfigError for a bad playbook."""
+        from citewise.scan.playbook import load_playbook
+        from citewise.scan.scanner import Scanner
+
+        doc = self.store.document(document_id)
+        if doc is None:
+            raise NotFoundError(f"no document with id {document_id!r}; list them with "
+                                "GET /api/documents")
+        self.check_model()
+        book = load_playbook(playbook)
+        return Scanner(self, book, checker or self.scan_checker()).scan_indexed(doc, progress)
 
     def scan_checker(self, mode: str | None = None) -> Checker:
         """The clause checker for ``mode`` (default ``settings.scan_checker``): the LLM checker

@@ -149,3 +149,8 @@ class UploadError(CitewiseError):
 
 class UploadTooLargeError(UploadError):
     """An uploaded file is larger than ``max_upload_mb``."""
+
+
+class UploadConflictError(UploadError):
+    """Two upload names map to one stored file (the same sanitised path, or paths that
+    differ only in letter case); the message names both. Nothing is stored."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from pathlib import Path
@@ -114,14 +115,17 @@ def test_c32_disconnect_stops_generation_and_saves_partial(make_app, docs_dir, s
 
 
 # --- C33: upload names ----------------------------------------------------------------------
+# a name with '..' or an absolute path is refused (400); a long one is cut with a hash of the
+# whole name, so two long names never become one (issue 18)
+LONG = "a" * 296 + ".txt"
 C33_NAMES = {
-    "../../../../tmp/ragcases_pwned.txt": (201, "ragcases_pwned.txt"),
-    "..\\..\\..\\ragcases_pwned.txt": (201, "ragcases_pwned.txt"),
-    "/tmp/ragcases_pwned_abs.txt": (201, "ragcases_pwned_abs.txt"),
+    "../../../../tmp/ragcases_pwned.txt": (400, None),
+    "..\\..\\..\\ragcases_pwned.txt": (400, None),
+    "/tmp/ragcases_pwned_abs.txt": (400, None),
     "%2e%2e%2f%2e%2e%2fragcases_pwned.txt": (201, "%2e%2e%2f%2e%2e%2fragcases_pwned.txt"),
-    "notes/../../../ragcases_pwned.txt": (201, "ragcases_pwned.txt"),
+    "notes/../../../ragcases_pwned.txt": (400, None),
     "evil\u0000.pdf": (201, "evil%00.pdf"),  # the client sends NUL percent-encoded
-    "a" * 296 + ".txt": (201, "a" * 116 + ".txt"),
+    LONG: (201, "a" * 107 + "~" + hashlib.sha256(LONG.encode()).hexdigest()[:8] + ".txt"),
     "CON.txt": (201, "CON_.txt"),
     "..": (400, None),
     "payload.exe": (400, None),

@@ -2,9 +2,11 @@
 
 It opens the chat sessions database (running its migrations), prepares the engine (models
 load lazily, on first use), mounts one router per resource, allows the CORS origins of
-``settings.cors_origins``, and translates citewise errors to HTTP statuses in one handler
-(:data:`STATUS`; the error tree is drawn in :mod:`citewise.errors`). Responses of errors are
-``{"detail": message, "code": error class}``. The OpenAPI schema is at ``/openapi.json``,
+``settings.cors_origins`` (pages of other sites may only do what the widget needs:
+:mod:`citewise.api.origins`), limits every request body to ``max_upload_mb`` (counted as it
+arrives, :mod:`citewise.api.limits`), and translates citewise errors to HTTP statuses in one
+handler (:data:`STATUS`; the error tree is drawn in :mod:`citewise.errors`). Responses of
+errors are ``{"detail": message, "code": error class}``. The OpenAPI schema is at ``/openapi.json``,
 its pages at ``/docs``; the chat UI is at ``/`` and the embeddable widget at ``/widget.js``
 (:mod:`citewise.api.routes.web`).
 """
@@ -20,7 +22,10 @@ from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse
 
 from citewise import __version__
+from citewise.api.auth import VISITOR_HEADER
 from citewise.api.deps import AppState
+from citewise.api.limits import BodyLimit, BodyTooLarge
+from citewise.api.origins import CrossOriginGuard
 from citewise.api.routes import chat, chats, documents, health, openai, scan, sources, web
 from citewise.api.sse import StreamCounter
 from citewise.chat.agent import Agent
@@ -37,6 +42,7 @@ from citewise.errors import (
     ProviderError,
     QueryError,
     QueryTooLongError,
+    UploadConflictError,
     UploadError,
     UploadTooLargeError,
 )
@@ -45,6 +51,7 @@ from citewise.errors import (
 STATUS: dict[type[CitewiseError], int] = {
     QueryTooLongError: 413,
     UploadTooLargeError: 413,
+    UploadConflictError: 409,
     QueryError: 422,
     NotFoundError: 404,
     UploadError: 400,
@@ -69,6 +76,12 @@ async def _citewise_error(request: Request, err: Exception) -> JSONResponse:
                         status_code=status_for(err))
 
 
+async def _body_too_large(request: Request, err: Exception) -> JSONResponse:
+    assert isinstance(err, BodyTooLarge)
+    return JSONResponse({"detail": err.detail, "code": "UploadTooLargeError"}, status_code=413,
+                        headers={"Connection": "close"})
+
+
 def create_app(settings: Settings, engine: Engine | None = None) -> FastAPI:
     """The citewise API for ``settings``; ``engine`` shares an already built one (its
     settings must be ``settings``)."""
@@ -86,12 +99,17 @@ def create_app(settings: Settings, engine: Engine | None = None) -> FastAPI:
     app = FastAPI(title="citewise", version=__version__, lifespan=lifespan,
                   description="Ask your documents: answers with citations. See docs/api.md.")
     app.state.citewise = state
+    # the body limit sits inside CORS only, so a browser can read its 413
+    app.add_middleware(BodyLimit, limit_mb=settings.max_upload_mb)
+    app.add_middleware(CrossOriginGuard)  # other sites' pages: only what the widget needs
     if settings.cors_origins:
         app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins,
-                           allow_methods=["GET", "POST", "DELETE"],
-                           allow_headers=["Authorization", "Content-Type", "X-API-Key"],
+                           allow_methods=["GET", "POST"],
+                           allow_headers=["Authorization", "Content-Type", "X-API-Key",
+                                          VISITOR_HEADER],
                            expose_headers=["X-Conversation-Id"])
     app.add_exception_handler(CitewiseError, _citewise_error)
+    app.add_exception_handler(BodyTooLarge, _body_too_large)
     for module in (health, chat, chats, sources, documents, scan, openai, web):
         app.include_router(module.router)
     app.mount("/static", web.static_files(), name="static")

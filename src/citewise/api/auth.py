@@ -17,12 +17,21 @@ pass them to the store as the ``collections`` filter, which applies before ranki
 caller also has an :func:`owner` tag (a hash of its key, never the key) that chats are kept
 under, so one key never sees another's conversations. Keys are compared in constant time and
 never written to logs or error messages.
+
+Chats belong to their creator. With read keys, that is the key. With reading open (a widget
+deployment), it is the anonymous visitor token the widget keeps and sends as
+``X-Citewise-Visitor`` (:data:`VISITOR_HEADER`; the tag is a hash of it): a visitor lists,
+reads, continues and deletes only its own chats. A caller with no key and no token gets a
+fresh tag on every request, so it can ask but never sees any chat, its own included. Only the
+admin (the admin key, or a keyless server on localhost answering a request addressed to
+localhost) sees every chat.
 """
 
 from __future__ import annotations
 
 import hashlib
 import ipaddress
+import re
 import secrets
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -77,11 +86,39 @@ def check_admin(request: Request, settings: Settings) -> None:
                             "CITEWISE_API_KEY and send it to allow them")
 
 
+#: The header carrying an anonymous visitor's token (the widget makes one and keeps it).
+VISITOR_HEADER = "X-Citewise-Visitor"
+_VISITOR = re.compile(r"[A-Za-z0-9_-]{16,128}")
+
+
+def visitor_owner(request: Request) -> str | None:
+    """The owner tag of the visitor token the request carries ("v" and 16 hex digits of
+    its SHA-256), None without one. Raises HTTPException 400 naming the header for a
+    malformed token."""
+    token = request.headers.get(VISITOR_HEADER)
+    if token is None:
+        return None
+    if not _VISITOR.fullmatch(token):
+        raise HTTPException(status.HTTP_400_BAD_REQUEST,
+                            f"{VISITOR_HEADER}: send 16 to 128 letters, digits, '-' or '_' (a "
+                            "random token kept by the client), or leave the header out")
+    return "v" + hashlib.sha256(f"visitor:{token}".encode()).hexdigest()[:16]
+
+
+def is_admin(request: Request, settings: Settings) -> bool:
+    """Whether :func:`check_admin` lets the request through (never raises)."""
+    try:
+        check_admin(request, settings)
+    except HTTPException:
+        return False
+    return True
+
+
 @dataclass(frozen=True)
 class Reader:
     """Who is reading: ``collections`` they may read (None = every collection), the
-    ``owner`` tag their new chats are stored under ("" when reading is open), and whether
-    they hold the admin key."""
+    ``owner`` tag their chats are stored under (their key's, their visitor token's; "" for
+    the keyless local admin), and whether they are the admin."""
 
     collections: frozenset[str] | None
     owner: str = ""
@@ -89,8 +126,8 @@ class Reader:
 
     @property
     def chat_scope(self) -> str | None:
-        """The owner whose chats this reader sees; None = all (open reading, or admin)."""
-        return None if self.admin or not self.owner else self.owner
+        """The owner whose chats this reader sees: its own; None = all (the admin only)."""
+        return None if self.admin else self.owner
 
     def filters(self, requested: dict | None = None) -> dict | None:
         """``requested`` store filters narrowed to the readable collections (a requested
@@ -114,9 +151,14 @@ def owner(key: str) -> str:
 
 def readable_collections(request: Request, settings: Settings) -> Reader:
     """The caller's :class:`Reader`. Raises HTTPException 401 when read keys are configured
-    and the request carries none of them (nor the admin key)."""
+    and the request carries none of them (nor the admin key), 400 for a malformed visitor
+    token. With reading open the owner is the visitor's (see the module docstring)."""
     if not settings.api_keys:
-        return Reader(None)
+        visitor = visitor_owner(request)
+        if is_admin(request, settings):
+            given = presented_key(request)
+            return Reader(None, owner(given) if given else visitor or "", admin=True)
+        return Reader(None, visitor or "x" + secrets.token_hex(8))
     given = presented_key(request) or ""
     admin = settings.api_key.get_secret_value() if settings.api_key is not None else ""
     if admin and given and secrets.compare_digest(given.encode(), admin.encode()):

@@ -8,7 +8,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from citewise.api.auth import Reader, check_admin, readable_collections
+from citewise.api.auth import Reader, check_admin, is_admin, readable_collections
 from citewise.api.sse import StreamCounter
 from citewise.chat.agent import Agent
 from citewise.chat.sessions import SessionStore
@@ -52,6 +52,12 @@ def require_admin(request: Request) -> None:
     check_admin(request, get_settings(request))
 
 
+def may_write(request: Request) -> bool:
+    """Whether the caller may use admin endpoints (:func:`check_admin` passes): chat
+    directives that write are proposed only then."""
+    return is_admin(request, get_settings(request))
+
+
 def get_reader(request: Request) -> Reader:
     return readable_collections(request, get_settings(request))
 
@@ -62,4 +68,5 @@ SettingsDep = Annotated[Settings, Depends(get_settings)]
 EngineDep = Annotated[Engine, Depends(get_engine)]
 AgentDep = Annotated[Agent, Depends(get_agent)]
 SessionsDep = Annotated[SessionStore, Depends(get_sessions)]
+MayWriteDep = Annotated[bool, Depends(may_write)]
 AdminDep = Depends(require_admin)

@@ -7,8 +7,14 @@ A plain question is planned by rules, so its first slow step is the search, anno
 ``retrieve`` status; the LLM provider is opened only when planning needs it (see
 :func:`~citewise.chat.planner.plans_with_llm`; a follow-up is rewritten by it) or for the
 answer.
-INGEST, and SCAN of an attached document, change the collection: they end the stream with an
-``interrupt`` holding a resume token, and run only when :meth:`Agent.resume` approves them.
+Authorisation: every directive runs for the caller. SCAN reads the indexed document where it
+is (nothing is re-ingested, moved or written), and only a document of a collection the caller
+may read (another one is "no document with id ..."). INGEST writes: it is proposed only to a
+caller that may write (``may_write``: the admin key, or a keyless server on localhost) and
+ends the stream with an ``interrupt`` holding a resume token; it runs only when
+:meth:`Agent.resume` approves it (the API lets only the admin do that). SCAN of an attached
+document is proposed the same way to such a caller, and run at once (it only reads) for
+others. Nothing that writes runs from a chat message alone.
 
 Persistence: the user message is saved first; the assistant message when the turn ends, as
 ``complete``, ``pending`` (an interrupt), ``error``, or ``interrupted`` with the partial text
@@ -166,10 +172,13 @@ class Agent:
     def run(self, chat_id: str, query: str, *, top_k: int | None = None,
             mode: SearchMode | str = SearchMode.HYBRID,
             filters: Mapping[str, Any] | None = None, context_hint: str | None = None,
-            attachment: str | None = None, extractive: bool = False) -> Iterator[Event]:
+            attachment: str | None = None, extractive: bool = False,
+            may_write: bool = False) -> Iterator[Event]:
         """Yields the events of one turn of chat ``chat_id`` (see the module docstring),
-        ending with ``done``, ``interrupt`` or ``error``. Raises nothing: a CitewiseError or
-        any other failure becomes an ErrorEvent and an ``error`` message in the chat."""
+        ending with ``done``, ``interrupt`` or ``error``. ``filters["collections"]`` (when
+        set) are the collections the caller may read; a directive that writes (INGEST) is
+        proposed only when ``may_write``. Raises nothing: a CitewiseError or any other
+        failure becomes an ErrorEvent and an ``error`` message in the chat."""
         t0 = time.perf_counter()
         user_id = self.sessions.add_message(chat_id, "user", query)
         pieces: list[str] = []
@@ -205,10 +214,12 @@ class Agent:
             if plan.rewritten:
                 self.sessions.update_message(user_id, search_query=plan.argument)
             if plan.directive is Directive.INGEST:
-                inner = self._propose_ingest(chat_id, query, plan.argument)
+                inner = self._propose_ingest(chat_id, query, plan.argument, may_write)
             elif plan.directive is Directive.SCAN:
-                inner = self._scan(chat_id, query, plan.argument, propose=attachment is not None,
-                                   filters=filters)
+                # a scan only reads; the chat UI's approval prompt for an attachment is kept
+                # for callers who can approve it
+                inner = self._scan(chat_id, query, plan.argument,
+                                   propose=attachment is not None and may_write, filters=filters)
             elif plan.directive is Directive.ANSWER and provider is not None:
                 inner = self._answer_from_history(query, history, provider)
             else:
@@ -296,7 +307,15 @@ class Agent:
             return f"{argument}: no such file or folder"
         return path
 
-    def _propose_ingest(self, chat_id: str, query: str, argument: str) -> Iterator[Event]:
+    def _propose_ingest(self, chat_id: str, query: str, argument: str,
+                        may_write: bool) -> Iterator[Event]:
+        if not may_write:
+            reason = ("adding files changes the collection and needs the admin key "
+                      "(CITEWISE_API_KEY); ask an administrator to upload it")
+            yield ToolResultEvent("ingest", {"error": reason})
+            yield DoneEvent(Answer(query, f"I cannot ingest {argument}: {reason}.", (), False,
+                                   "none"))
+            return
         path = self._allowed_path(argument)
         if isinstance(path, str):
             yield ToolResultEvent("ingest", {"error": path})
@@ -326,6 +345,15 @@ class Agent:
                                        f"Waiting for approval to scan {doc.path}.")
             return
         yield from self._run_scan(query, document_id)
+
+    def _ingest_collection(self, path: Path) -> str:
+        """The collection a chat INGEST of ``path`` writes to: an indexed file stays in its
+        own collection (an ingest never moves a document); anything else goes to the
+        default collection."""
+        from citewise.ingest.pipeline import document_id
+
+        doc = self.engine.store.document(document_id(path)) if path.is_file() else None
+        return doc.collection if doc is not None else self.settings.collection
 
     def _run_scan(self, query: str, document_id: str) -> Iterator[Event]:
         yield ToolCallEvent("scan", {"document_id": document_id})
@@ -372,10 +400,13 @@ class Agent:
                         event = self._save_done(chat_id, event.answer, t0)
                     yield event
                 return
+            path = self._allowed_path(str(what))  # checked again: it may have changed since
+            if isinstance(path, str):
+                raise NotFoundError(f"cannot ingest {path}")
             yield ToolCallEvent("ingest", {"path": what})
             yield StatusEvent(f"ingesting {Path(str(what)).name}", stage="ingest")
             with self.write_lock:
-                report = self.engine.ingest([str(what)])
+                report = self.engine.ingest([path], collection=self._ingest_collection(path))
             counts = {s: report.count(s) for s in ("added", "updated", "unchanged", "failed")}
             yield ToolResultEvent("ingest", {
                 **counts, "chunks": report.chunks,

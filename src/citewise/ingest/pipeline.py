@@ -87,11 +87,36 @@ def _walk(root: Path) -> Iterator[Path]:
                 yield Path(dirpath) / name
 
 
-def _display_path(file: Path, root: Path) -> str:
-    """Path shown to users: relative to the ingested folder, prefixed by its name."""
+def _display_path(file: Path, root: Path, collections: Path | None = None) -> str:
+    """Path shown to users: relative to the ingested folder, prefixed by its name; for a
+    collection folder (a folder directly in ``collections``, where uploads are stored) the
+    path inside it, so an upload's identity is its relative path in its collection."""
     if root.is_file():
         return file.name
+    if collections is not None and root.parent == collections:
+        return file.relative_to(root).as_posix()
     return (Path(root.name) / file.relative_to(root)).as_posix()
+
+
+def parse_file(file: Path, data: bytes, display: str | None = None) -> ParsedDocument:
+    """``data`` (the bytes of ``file``; its suffix picks the parser) parsed for indexing.
+
+    Raises DocumentError naming ``display`` (default: the file name) when there is nothing
+    to index or it cannot be parsed; ``err.detail`` is the reason the ingest records.
+    """
+    display = display or file.name
+    try:
+        if not data.strip():
+            raise EmptyDocumentError(display)
+        parsed = parser_for(file, data).parse(file, data)
+        if not parsed.blocks:
+            raise EmptyDocumentError(display)
+    except DocumentError:
+        raise
+    except Exception as err:  # noqa: BLE001 - any parser failure is this file's problem
+        raise DocumentError(display, f"cannot parse ({type(err).__name__}: {err}); please "
+                            "report this file") from err
+    return parsed
 
 
 @dataclass
@@ -112,6 +137,7 @@ class Ingestor:
         self.store = store
         self.embedder = embedder
         self.collection = collection or settings.collection
+        self.collections = (settings.home / "collections").expanduser().resolve()
         self.max_tokens = max(16, min(settings.chunk_tokens, embedder.max_tokens) - PREFIX_TOKENS)
         store.bind_model(embedder.name, embedder.dim)
         store.bind_analyzer(ANALYZER_VERSION)  # AnalyzerMismatchError: run citewise reindex
@@ -130,7 +156,8 @@ class Ingestor:
         files: list[tuple[Path, Path]] = []
         for root in roots:
             if not root.exists():
-                report.files.append(FileResult(str(root), "failed", reason="no such file or folder"))
+                report.files.append(FileResult(str(root), "failed",
+                                               reason="no such file or folder"))
                 continue
             index_file = getattr(self.store, "path", None)  # None: the index is on a server
             for f in _walk(root):
@@ -138,7 +165,7 @@ class Ingestor:
                     continue  # the index itself, its -wal/-shm
                 if not f.is_file():  # FIFOs, sockets, devices: reading one could block forever
                     report.files.append(FileResult(
-                        _display_path(f, root), "failed",
+                        _display_path(f, root, self.collections), "failed",
                         reason="not a regular file (pipe, socket or device); skipped"))
                     continue
                 files.append((f, root))
@@ -173,7 +200,7 @@ class Ingestor:
         batch_chunks = 0
         for i, (file, root) in enumerate(files):
             if progress:
-                progress(_display_path(file, root), i, len(files))
+                progress(_display_path(file, root, self.collections), i, len(files))
             result = self._prepare(file, root, known.get(str(file)))
             if isinstance(result, FileResult):
                 report.files.append(result)
@@ -217,7 +244,7 @@ class Ingestor:
 
     # --- steps ----------------------------------------------------------------------------
     def _prepare(self, file: Path, root: Path, old: Document | None) -> _Prepared | FileResult:
-        display = _display_path(file, root)
+        display = _display_path(file, root, self.collections)
         try:
             data = file.read_bytes()
         except OSError as err:
@@ -235,15 +262,9 @@ class Ingestor:
                 return FileResult(display, "failed", reason=old.error)
             return FileResult(display, "unchanged", chunks=old.chunk_count)
         try:
-            if not data.strip():
-                raise EmptyDocumentError(display)
-            parsed = parser_for(file, data).parse(file, data)
-            if not parsed.blocks:
-                raise EmptyDocumentError(display)
-        except Exception as err:  # noqa: BLE001 - one bad file never stops the batch
-            reason = err.detail if isinstance(err, DocumentError) else (
-                f"cannot parse ({type(err).__name__}: {err}); please report this file"
-            )
+            parsed = parse_file(file, data, display)
+        except DocumentError as err:  # one bad file never stops the batch
+            reason = err.detail
             # replaces any older version atomically, so nothing stale is answered from
             self.store.record_failure(replace(
                 doc, error=reason, metadata={**doc.metadata, "_fingerprint": self.fingerprint}
@@ -263,7 +284,8 @@ class Ingestor:
         texts = [embedding_text(doc.title, c) for c in chunks]
         chunks = [replace(c, content_hash=content_hash(t), language=detect_language(t))
                   for c, t in zip(chunks, texts, strict=True)]
-        metadata = {**parsed.metadata, **{k: v for k, v in doc.metadata.items() if k.startswith("_")},
+        metadata = {**parsed.metadata,
+                    **{k: v for k, v in doc.metadata.items() if k.startswith("_")},
                     "_fingerprint": self.fingerprint}
         doc = replace(doc, metadata=metadata, warnings=parsed.warnings, pages=parsed.pages,
                       chunk_count=len(chunks), title=doc.title or parsed.title)
@@ -309,7 +331,8 @@ def reanalyze(store: Store, progress: ProgressFn | None = None) -> IngestReport:
             progress(doc.path, i, len(documents))
         chunks, vectors, _ = store.export(doc.id)
         texts = [embedding_text(doc.title, c) for c in chunks]
-        chunks = [replace(c, language=detect_language(t)) for c, t in zip(chunks, texts, strict=True)]
+        chunks = [replace(c, language=detect_language(t))
+                  for c, t in zip(chunks, texts, strict=True)]
         terms = [analyze(t, c.language) for c, t in zip(chunks, texts, strict=True)]
         store.upsert_document(doc, chunks, vectors, terms)
         report.files.append(FileResult(doc.path, "updated", len(chunks)))

@@ -3,8 +3,10 @@
 Steps (each reported through the progress callback as ``(step, done, total)``):
 
 0. ``load``: the embedding model and the clause prototypes are loaded (once per scanner);
-1. ``ingest``: the file is indexed through the engine's ingest pipeline like any other
-   document (so it can be searched and cited), and parsed for its text;
+1. ``ingest``: a file that is not indexed yet (or changed since) is indexed through the
+   engine's ingest pipeline like any other document (so it can be searched and cited); an
+   indexed document is read where it is, in its own collection and under its own path, and
+   is never re-ingested or moved (:meth:`Scanner.scan_indexed`). Its text is then parsed;
 2. ``classify``: the document is cut into clause units, each scored against every CUAD clause
    type (:mod:`citewise.scan.classify`);
 3. ``check``: for each rule, the units carrying its clause type are candidates, best first
@@ -16,6 +18,7 @@ Steps (each reported through the progress callback as ``(step, done, total)``):
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -121,10 +124,72 @@ class Scanner:
         return ClauseClassifier(embedder, load_prototypes(embedder).extended(embedder, examples))
 
     def scan(self, path: str | Path, progress: ScanProgressFn | None = None) -> ScanReport:
-        """Ingest ``path`` into the engine's index and check it against the playbook.
+        """Check the file ``path`` against the playbook; returns the :class:`ScanReport`.
 
-        Raises a :class:`~citewise.errors.DocumentError` when the file cannot be indexed.
+        A file already indexed with the same bytes is scanned where it is
+        (:meth:`scan_indexed`); one indexed with other bytes is re-indexed in its own
+        collection under its own path; a new file is ingested into the engine's default
+        collection. Raises a :class:`~citewise.errors.DocumentError` when the file cannot be
+        indexed.
         """
+        file = Path(path).expanduser().resolve()
+        known = self.engine.store.document(document_id(file))
+        if known is not None and known.status == "indexed" and file.is_file() and \
+                hashlib.sha256(file.read_bytes()).hexdigest() == known.content_hash:
+            return self.scan_indexed(known, progress)
+        step, timings = self._stepper(progress)
+        step(0)
+        self.classifier  # noqa: B018 - load the model and prototypes, timed as their own step
+        step(1)
+        if known is not None:  # changed since: re-index it in place, never into another one
+            root = Path(known.metadata.get("_root", known.source_path))
+            report = self.engine.ingest_files([(file, root)], collection=known.collection)
+        else:
+            report = self.engine.ingest([file])
+        failed = [f for f in report.files if f.status == "failed"]
+        if failed:
+            raise DocumentError(file, failed[0].reason)
+        document = self.engine.store.document(document_id(file))
+        if document is None:  # pragma: no cover - ingest reported success
+            raise CorruptDocumentError(file)
+        data = file.read_bytes()
+        parsed = parser_for(file, data).parse(file, data)
+        chunks = self.engine.store.chunks_of(document.id)
+        return self.check_document(document, parsed, chunks, step, timings)
+
+    def scan_indexed(self, document: Document,
+                     progress: ScanProgressFn | None = None) -> ScanReport:
+        """Check an indexed ``document`` where it is: its file is read, nothing is written
+        (the index, its collection and its path stay as they are). Returns the
+        :class:`ScanReport`.
+
+        Raises :class:`~citewise.errors.DocumentError` when its file is gone, was not
+        indexed (status failed), or changed since it was indexed (the message says to
+        re-index it first).
+        """
+        file = Path(document.source_path)
+        if document.status != "indexed":
+            raise DocumentError(document.path, f"not indexed ({document.error or 'failed'}); "
+                                "upload a readable version first")
+        try:
+            data = file.read_bytes()
+        except OSError as err:
+            raise DocumentError(document.path, f"its file cannot be read ({err.strerror or err})"
+                                "; upload it again") from err
+        if hashlib.sha256(data).hexdigest() != document.content_hash:
+            raise DocumentError(document.path, "its file changed since it was indexed; "
+                                "re-index it (upload it again or run citewise ingest) first")
+        step, timings = self._stepper(progress)
+        step(0)
+        self.classifier  # noqa: B018 - load the model and prototypes, timed as their own step
+        step(1)
+        parsed = parser_for(file, data).parse(file, data)
+        chunks = self.engine.store.chunks_of(document.id)
+        return self.check_document(document, parsed, chunks, step, timings)
+
+    @staticmethod
+    def _stepper(progress: ScanProgressFn | None
+                 ) -> tuple[Callable[[int], None], dict[str, float]]:
         timings: dict[str, float] = {}
         clock = time.perf_counter()
 
@@ -137,27 +202,14 @@ class Scanner:
             if progress:
                 progress(STEPS[i] if i < len(STEPS) else "done", i, len(STEPS))
 
-        file = Path(path).expanduser().resolve()
-        step(0)
-        self.classifier  # noqa: B018 - load the model and prototypes, timed as their own step
-        step(1)
-        report = self.engine.ingest([file])
-        failed = [f for f in report.files if f.status == "failed"]
-        if failed:
-            raise DocumentError(file, failed[0].reason)
-        document = self.engine.store.document(document_id(file))
-        if document is None:  # pragma: no cover - ingest reported success
-            raise CorruptDocumentError(file)
-        data = file.read_bytes()
-        parsed = parser_for(file, data).parse(file, data)
-        chunks = self.engine.store.chunks_of(document.id)
-        return self.check_document(document, parsed, chunks, step, timings)
+        return step, timings
 
     def check_document(self, document: Document, parsed: ParsedDocument,
                        chunks: Sequence[Chunk] = (), step: Callable[[int], None] | None = None,
                        timings: dict[str, float] | None = None) -> ScanReport:
         """Classify and check an already-indexed (or only parsed) document: the classify, check
-        and report steps of :meth:`scan`. ``chunks`` tie citations to chunk ids (empty: ``chunk_id`` is "")."""
+        and report steps of :meth:`scan`. ``chunks`` tie citations to chunk ids (empty:
+        ``chunk_id`` is ""). Returns the :class:`ScanReport`."""
         step = step or (lambda i: None)
         step(2)
         labelled = self.classifier.classify(document_units(parsed), chunks)

@@ -25,6 +25,22 @@
   var title = attr("data-title") || "Ask the docs";
   var POS_KEY = "citewise.widget.position";
   var CHAT_KEY = "citewise.widget.chat";
+  var VISITOR_KEY = "citewise.widget.visitor";
+
+  // the anonymous visitor token: the server keeps this visitor's chats under it, so no other
+  // visitor can list, read or delete them (X-Citewise-Visitor)
+  function visitorToken() {
+    var token = null;
+    try { token = localStorage.getItem(VISITOR_KEY); } catch (e) { token = null; }
+    if (token && /^[A-Za-z0-9_-]{16,128}$/.test(token)) return token;
+    var bytes = new Uint8Array(16);
+    crypto.getRandomValues(bytes);
+    token = "";
+    for (var i = 0; i < bytes.length; i++) token += (bytes[i] + 256).toString(16).slice(1);
+    try { localStorage.setItem(VISITOR_KEY, token); } catch (e) { /* private mode: per page */ }
+    return token;
+  }
+  var visitor = visitorToken();
 
   var CSS = [
     ":host{all:initial;position:fixed;z-index:2147483000;left:0;top:0;width:0;height:0;",
@@ -297,7 +313,7 @@
     };
     fetch(api + "/api/chat/stream", {
       method: "POST",
-      headers: { "Content-Type": "application/json" },
+      headers: { "Content-Type": "application/json", "X-Citewise-Visitor": visitor },
       body: JSON.stringify({ query: query, conversation_id: conversation, context_hint: location.pathname }),
     }).then(function (r) {
       if (!r.ok) {

@@ -7,7 +7,7 @@ from fastapi.concurrency import run_in_threadpool
 from sse_starlette import EventSourceResponse
 
 from citewise.api.auth import Reader
-from citewise.api.deps import AgentDep, ReaderDep, StateDep
+from citewise.api.deps import AgentDep, MayWriteDep, ReaderDep, StateDep
 from citewise.api.schemas import ChatRequest, ChatResponse, InterruptPublic, SourcePublic
 from citewise.api.sse import sse_response
 from citewise.chat.agent import Agent, citation_dict
@@ -21,23 +21,26 @@ _ERRORS = {422: {"description": "blank question"},
 
 
 def _events(agent: Agent, chat_id: str, body: ChatRequest,  # type: ignore[no-untyped-def]
-            reader: Reader):
-    """The turn's events, its search limited to the collections ``reader`` may read."""
+            reader: Reader, may_write: bool):
+    """The turn's events, its search and scan limited to the collections ``reader`` may
+    read; a directive that writes is proposed only when ``may_write`` (admin)."""
     asked = body.filters.model_dump(exclude_none=True) if body.filters else None
     return agent.run(chat_id, body.query, top_k=body.top_k, mode=body.mode,
                      filters=reader.filters(asked), context_hint=body.context_hint,
-                     attachment=body.attachment, extractive=body.extractive)
+                     attachment=body.attachment, extractive=body.extractive,
+                     may_write=may_write)
 
 
 @router.post("/chat", responses=_ERRORS)
-def chat(body: ChatRequest, agent: AgentDep, reader: ReaderDep) -> ChatResponse:
+def chat(body: ChatRequest, agent: AgentDep, reader: ReaderDep,
+         may_write: MayWriteDep) -> ChatResponse:
     """One turn, answered as JSON: ``{answer, sources, conversation_id, metrics, ...}``.
     An action that needs approval comes back in ``interrupt`` with an empty answer."""
     chat_id = agent.start(body.query, body.conversation_id, owner=reader.owner,
                           scope=reader.chat_scope)
     out = ChatResponse(answer="", sources=[], conversation_id=chat_id, metrics={}, found=False,
                        mode="none")
-    for event in _events(agent, chat_id, body, reader):
+    for event in _events(agent, chat_id, body, reader, may_write):
         if isinstance(event, DoneEvent):
             a = event.answer
             out = ChatResponse(
@@ -52,13 +55,13 @@ def chat(body: ChatRequest, agent: AgentDep, reader: ReaderDep) -> ChatResponse:
 
 
 @router.post("/chat/stream", response_class=EventSourceResponse, responses=_ERRORS)
-async def chat_stream(body: ChatRequest, state: StateDep,
-                      reader: ReaderDep) -> EventSourceResponse:
+async def chat_stream(body: ChatRequest, state: StateDep, reader: ReaderDep,
+                      may_write: MayWriteDep) -> EventSourceResponse:
     """One turn as server-sent events: ``status``, ``thinking``, ``tool_call``,
     ``tool_result``, ``token``... then ``done`` (or ``interrupt`` or ``error``); each
     ``data:`` is JSON (see docs/api.md). Leaving early stops the work."""
     agent = state.agent
     chat_id = await run_in_threadpool(lambda: agent.start(
         body.query, body.conversation_id, owner=reader.owner, scope=reader.chat_scope))
-    return sse_response(lambda: _events(agent, chat_id, body, reader), state.streams,
+    return sse_response(lambda: _events(agent, chat_id, body, reader, may_write), state.streams,
                         conversation_id=chat_id, ping_seconds=state.settings.sse_ping_seconds)

@@ -1,7 +1,9 @@
 """Contract scan over HTTP: upload a file, get its flags (see docs/scan.md).
 
-The file is stored in the collection folder like any upload (same name rules, case C33),
-ingested, and checked against the playbook; the response is the JSON of ``citewise scan``.
+The file is stored in the default collection's folder like any upload (same path rules,
+collisions refused with 409, a new version that does not parse never replaces a good one:
+see :mod:`citewise.api.routes.documents`), ingested, and checked against the playbook where
+it is indexed; the response is the JSON of ``citewise scan``.
 """
 
 from __future__ import annotations
@@ -12,14 +14,17 @@ from fastapi import APIRouter, File, Form, UploadFile
 from fastapi.concurrency import run_in_threadpool
 
 from citewise.api.deps import AdminDep, StateDep
-from citewise.api.routes.documents import _store, safe_name
+from citewise.api.routes.documents import _commit, _receive, _Staged, check_folder, safe_path
+from citewise.errors import DocumentError
 
 router = APIRouter(prefix="/api", tags=["scan"])
 
 
 @router.post("/scan", dependencies=[AdminDep],
              responses={400: {"description": "bad file name or playbook"},
-                        413: {"description": "larger than max_upload_mb"}})
+                        409: {"description": "the name collides with a stored file"},
+                        413: {"description": "larger than max_upload_mb"},
+                        422: {"description": "the file cannot be indexed"}})
 async def scan(
     state: StateDep,
     file: Annotated[UploadFile, File(description="The contract (PDF, DOCX, HTML, text...).")],
@@ -28,15 +33,33 @@ async def scan(
 ) -> dict[str, Any]:
     """Store, ingest and scan one contract: ``{"document", "playbook", "flags": [{"rule",
     "severity", "verdict", "explanation", "citation"}], "timings_ms"}``, flags sorted by
-    severity (high first)."""
+    severity (high first).
+
+    Errors: 400 for a bad file name, type or playbook, 409 when the name collides with a
+    stored file, 413 past ``max_upload_mb``, 422 naming the file and the reason when it
+    cannot be indexed (a stored version of the same name is then kept).
+    """
     settings = state.settings
-    name = safe_name(file.filename, settings)
+    rel = safe_path(file.filename, settings)
     folder = settings.collection_dir
     folder.mkdir(parents=True, exist_ok=True)
-    path = _store(file, folder, name, settings.max_upload_mb)
+    root = folder.resolve()
+    limit = int(settings.max_upload_mb * 2**20)
+    staged = _Staged(file.filename, rel, _receive(file, folder, rel, settings.max_upload_mb,
+                                                  [limit + 1]), (root / rel).resolve())
 
     def run() -> dict[str, Any]:
-        with state.write_lock:
-            return state.engine.scan(path, playbook).to_json()
+        try:
+            with state.write_lock:
+                check_folder(root, staged.raw, rel)
+                result = _commit(state.engine, [staged], root, settings.collection, True)
+                failed = next((f for f in result.files if f.status == "failed"), None)
+                if failed is not None:
+                    raise DocumentError(failed.path, failed.reason)
+                return state.engine.scan(staged.dest, playbook).to_json()
+        finally:
+            staged.tmp.unlink(missing_ok=True)
+            if staged.backup is not None:
+                staged.backup.unlink(missing_ok=True)
 
     return await run_in_threadpool(run)

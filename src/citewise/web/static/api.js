@@ -49,6 +49,20 @@ async function failure(response) {
   return new ApiError(message, { status, code: (body && body.code) || "" });
 }
 
+const VISITOR_KEY = "citewise.visitor";
+
+/** This browser's anonymous visitor token (X-Citewise-Visitor): with reading open, the server
+ * keeps this browser's chats under it, and no other visitor lists, reads or deletes them. */
+export function visitorToken() {
+  let token = null;
+  try { token = localStorage.getItem(VISITOR_KEY); } catch { token = null; }
+  if (token && /^[A-Za-z0-9_-]{16,128}$/.test(token)) return token;
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  token = Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+  try { localStorage.setItem(VISITOR_KEY, token); } catch { /* private mode: this page only */ }
+  return token;
+}
+
 export class Api {
   /** base: "" for this origin, or "https://host:port"; key(): the admin key or "". */
   constructor(base = "", key = () => "") {
@@ -57,7 +71,7 @@ export class Api {
   }
 
   headers(extra = {}) {
-    const h = { ...extra };
+    const h = { ...extra, "X-Citewise-Visitor": visitorToken() };
     const key = this.key();
     if (key) h["X-API-Key"] = key;
     return h;
