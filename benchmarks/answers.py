@@ -132,7 +132,10 @@ def kazakh_items(home: Path) -> tuple[list[Path], list[dict[str, Any]]]:
     ``home``."""
     folder = DATASETS / "kazakh_legal_qa"
     questions = [q for q in json.loads((folder / "questions.dev.json").read_text(
-        encoding="utf-8"))["questions"] if q.get("corpus_file_present", True)][:KAZAKH_QUESTIONS]
+        encoding="utf-8"))["questions"] if q["gold_passages"][0]["corpus_file_present"]
+    ][:KAZAKH_QUESTIONS]
+    for q in questions:
+        q["corpus_file"] = q["gold_passages"][0]["corpus_file"]
     gold = {q["corpus_file"] for q in questions}
     docs = [json.loads(line) for line in (folder / "corpus.jsonl").read_text(
         encoding="utf-8").splitlines() if line.strip()]

@@ -259,7 +259,7 @@ class Engine:
                                      document_idf=local)
             select_ms = (time.perf_counter() - t0) * 1000
             timings = {**result.timings_ms, "sentences_ms": select_ms}
-            if not ranked or (s.abstain and not answerable(ranked)):
+            if not ranked or (s.abstain and not answerable(ranked, question)):
                 yield DoneEvent(Answer(question, self._not_found(NOT_FOUND, filters), (), False,
                                        "none", metrics=timings))
                 return

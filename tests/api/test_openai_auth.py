@@ -18,7 +18,8 @@ def test_openai_client_against_the_running_server(make_app, docs_dir):
         completion = client.chat.completions.create(model="citewise", messages=q)
         text = completion.choices[0].message.content
         assert "25th day of each month" in text and "[1]" in text
-        assert text.endswith("\n\nSources:\n[1] data/payroll.md, lines 1-3, Payroll calendar")
+        # the citation is the cited sentence's own line (3), not the chunk's lines 1-3
+        assert text.endswith("\n\nSources:\n[1] data/payroll.md, lines 3-3, Payroll calendar")
         assert completion.model_extra["sources"][0]["path"] == "data/payroll.md"
 
         chunks = list(client.chat.completions.create(model="citewise", messages=q, stream=True))

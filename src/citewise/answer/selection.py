@@ -220,15 +220,19 @@ def rank_candidates(question: str, evidence: Sequence[Evidence], embedder: Embed
     return scored
 
 
-def answerable(ranked: Sequence[Scored], *, min_coverage: float = MIN_COVERAGE,
-               min_score: float = MIN_SCORE) -> bool:
+def answerable(ranked: Sequence[Scored], question: str = "", *,
+               min_coverage: float = MIN_COVERAGE, min_score: float = MIN_SCORE) -> bool:
     """Whether the best candidates may answer the question: some candidate among the best
     three holds at least ``min_coverage`` of the question's weighted terms, or the best one
     scores at least ``min_score``. A question whose rare words appear in no candidate and
     that no candidate matches closely in meaning (an off-topic question, or a near miss that
-    shares only common words with the documents) is declined."""
+    shares only common words with the documents) is declined. A keyword query of one or two
+    terms (``question`` given) is declined only when no candidate holds any of them: so few
+    words do not tell a question from a search."""
     if not ranked:
         return False
+    if question and len(set(tokenize(question_clause(question)))) <= 2:
+        return any(s.coverage > 0 for s in ranked[:3])
     return ranked[0].score >= min_score or any(s.coverage >= min_coverage
                                                for s in ranked[:3])
 
