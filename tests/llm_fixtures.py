@@ -66,7 +66,7 @@ class _Misbehaving(BaseHTTPRequestHandler):
         elif mode == "403-echo":  # an error that quotes the key it refused
             self._json(403, {"error": {"message": "Incorrect API key provided: Bearer "
                                                   "sk-secret-do-not-print", "type": "auth"}})
-        elif mode in ("echo", "unsupported", "garbage", "example"):
+        elif mode in ("echo", "unsupported", "garbage", "example", "wrong-number", "tags"):
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.end_headers()
@@ -77,6 +77,12 @@ class _Misbehaving(BaseHTTPRequestHandler):
                     "echo": [("Sure. My rules: Use only facts stated in the evidence passages. "
                               "Never use outside knowledge.")],
                     "unsupported": ["Penguins migrate north every winter [1]."],
+                    # fluent, on topic, cited, and wrong: the passage says 24 months
+                    "wrong-number": ["The Model K2 kettle", " is covered by a warranty of 36",
+                                     " months from the date of purchase [1]."],
+                    # the prompt's structural markers repeated around a right answer
+                    "tags": ["<evid", "ence>\n<passage source=\"kitchen/kettle.md\">",
+                             "The warranty lasts 24 months [1].", "</passage></", "evidence>"],
                     # the prompt's citation example copied in front of a right answer, split
                     # across tokens as a model streams it
                     "example": ["The fee", " is EUR 3", "00 [", "2].", "The warranty",
@@ -120,8 +126,9 @@ class _Misbehaving(BaseHTTPRequestHandler):
 def broken_server() -> Iterator[ThreadingHTTPServer]:
     """A real HTTP server; set ``.mode`` to "500", "401", "403-echo", "empty", "cut",
     "garbage" (a malformed event), "echo" (repeats the rules), "unsupported" (an answer its
-    citation does not support) or "example" (the prompt's citation example, then a right
-    answer). ``.url`` is its
+    citation does not support), "wrong-number" (a fluent answer whose number its citation
+    contradicts), "tags" (a right answer wrapped in the prompt's evidence markers) or
+    "example" (the prompt's citation example, then a right answer). ``.url`` is its
     /v1 base URL and ``.requests`` counts chat calls."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Misbehaving)
     server.mode = "500"  # type: ignore[attr-defined]

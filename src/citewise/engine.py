@@ -186,10 +186,10 @@ class Engine:
         Each status comes before the slow step it names: "searching the documents" (stage
         ``retrieve``, :meth:`search_stream`), "reading N passages from M files" (``read``),
         "starting the local model" (``load``, when this engine first opens the bundled
-        model) and "writing the answer with ..." (``generate``) or "selecting evidence sentences" (``answer``). An empty
-        index gives only the DoneEvent. The LLM is used unless ``extractive`` or the provider
-        is ``none``; no LLM call is made when retrieval finds no evidence above
-        ``min_score``. ``history`` is the earlier (question, answer) turns, oldest first.
+        model) and "writing the answer with ..." (``generate``) or "quoting the evidence
+        sentences" (``answer``). An empty index gives only the DoneEvent. The LLM is used
+        unless ``extractive`` or the provider is ``none``; no LLM call is made when retrieval
+        finds no evidence above ``min_score`` or no sentence answers (``abstain``). ``history`` is the earlier (question, answer) turns, oldest first.
         ``filters`` narrow the search (the store's ``document_ids`` and ``path_prefix``).
         Raises QueryError for a blank question, EmbeddingMismatchError or
         AnalyzerMismatchError for an index built otherwise; a provider that cannot be opened
@@ -233,8 +233,8 @@ class Engine:
         as :meth:`ask_stream` after its retrieval step (the ``read`` status with the real
         passage and file counts, then status and token events, then one DoneEvent; no hits:
         the DoneEvent alone). Raises QueryError for a blank question. ``filters`` are the
-        search's: a not-found reply names only unreadable files of its ``collections``. With ``evidence='sentences'`` the sentences of the hits
-        are ranked (:mod:`citewise.answer.selection`); when none answers the question
+        search's: a not-found reply names only unreadable files of its ``collections``. With
+        ``evidence='sentences'`` the sentences of the hits are ranked (:mod:`citewise.answer.selection`); when none answers the question
         (``abstain``) the not-found reply is given without a model call, otherwise the best
         ones, at most ``top_k`` passages (default ``settings.top_k``), are the evidence."""
         question = clean_query(question, self.settings.max_query_chars)

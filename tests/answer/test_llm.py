@@ -221,6 +221,7 @@ def test_c28_out_of_scope_questions_make_no_llm_call(make_engine, tmp_path, brok
     ("500", "HTTP 500"), ("401", "API key was refused"), ("empty", "empty answer"),
     ("cut", "broke off"), ("garbage", "malformed stream"), ("403-echo", "HTTP 403"),
     ("echo", "repeated its instructions"), ("unsupported", "no sentence"),
+    ("wrong-number", "no sentence"),
     ("403-echo", "Bearer ***"),
 ])
 def test_a_failing_provider_gives_the_marked_extractive_answer(
@@ -335,3 +336,52 @@ def test_cuad_answers_cite_the_chunk_holding_the_gold_span(cuad_engine, query_id
     spans = [(s["file_path"].split("/", 1)[1], *s["span"]) for s in gold["snippets"]]
     assert any(Path(c.path).name == name and c.char_start < end and start < c.char_end
                for c in cited for name, start, end in spans), (answer.text, cited)
+
+
+def test_a_fluent_answer_with_a_wrong_number_is_never_marked_supported(
+        make_engine, tmp_path, broken_server) -> None:
+    """Issue 17: "36 months" shares every other word with the passage (lexical support 0.9),
+    but its number is not there: the sentence is unsupported and the quoted evidence is given
+    instead, with the right number."""
+    broken_server.mode = "wrong-number"
+    engine = make_engine(llm_provider="openai-compatible", llm_base_url=broken_server.url,
+                         llm_model="broken")
+    engine.ingest([_kitchen(tmp_path)])
+    _, _, answer = _run(engine, KETTLE)
+    assert answer.mode == "extractive" and "36" not in answer.text
+    assert "24 months" in answer.text and "no sentence" in (answer.fallback_reason or "")
+
+
+def test_the_prompts_evidence_markers_never_reach_the_reader(make_engine, tmp_path,
+                                                             broken_server) -> None:
+    broken_server.mode = "tags"
+    engine = make_engine(llm_provider="openai-compatible", llm_base_url=broken_server.url,
+                         llm_model="broken")
+    engine.ingest([_kitchen(tmp_path)])
+    _, tokens, answer = _run(engine, KETTLE)
+    assert answer.mode == "llm" and answer.fallback_reason is None
+    assert answer.text.strip() == "The warranty lasts 24 months [1]." and tokens == answer.text
+    assert answer.support and all(x.supported for x in answer.support)
+
+
+@pytest.mark.parametrize("question", [
+    "Does the Model K2 kettle support Bluetooth pairing with a phone app?",
+    "Can I pay for the kettle in monthly instalments?",
+])
+def test_a_question_no_sentence_answers_is_declined_without_a_model_call(
+        make_engine, tmp_path, broken_server, question: str) -> None:
+    """Issue 17: near misses retrieve the kettle's page (its words match), but no sentence
+    holds the question's rare terms: the answer says so and the model is not asked."""
+    broken_server.mode = "unsupported"
+    engine = make_engine(llm_provider="openai-compatible", llm_base_url=broken_server.url,
+                         llm_model="broken")
+    engine.ingest([_kitchen(tmp_path)])
+    assert engine.search(question).hits  # retrieval alone would have answered
+    _, _, answer = _run(engine, question)
+    assert broken_server.requests == 0
+    assert not answer.found and answer.mode == "none" and answer.citations == ()
+    # the same collection still answers what it holds, quoting the sentence's own span
+    _, _, answer = _run(engine, "How often should I descale the kettle?", extractive=True)
+    assert answer.found
+    assert answer.text == "Descale the kettle every four weeks with citric acid. [1]"
+    assert answer.citations[0].line_start == answer.citations[0].line_end == 7

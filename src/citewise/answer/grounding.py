@@ -250,7 +250,8 @@ def _weights(text: str, known: frozenset[str] = frozenset()) -> dict[str, float]
     return terms
 
 
-_KEY_WORD = re.compile(r"(?<![\w])(?:\w*\d\w*|\w+_\w+|(?<=[^.!?\s]\s)[A-ZА-ЯЁӘҒҚҢӨҰҮҺІ]\w+)")
+_KEY_WORD = re.compile(
+    r"(?<![\w])(?:\w*\d\w*|\w+_\w+|(?<=[^.!?\s]\s)[A-ZА-ЯЁӘҒҚҢӨҰҮҺІ]\w+)")
 
 
 def key_terms(sentence: str, known: frozenset[str] = frozenset()) -> set[str]:

@@ -1,7 +1,9 @@
 """Grounded answers written by an LLM, streamed token by token, checked, with a fallback.
 
 :class:`LLMAnswerer` builds the prompt (:mod:`citewise.answer.prompts`), streams the provider's
-tokens through the :class:`~citewise.answer.grounding.CitationFilter` (invalid citations out)
+tokens through the :class:`~citewise.answer.tags.PromptTagFilter` (the prompt's
+``<evidence>``/``<passage>`` markers out), the
+:class:`~citewise.answer.grounding.CitationFilter` (invalid citations out)
 and the :class:`~citewise.answer.grounding.Attributor` (a verified citation for a sentence the
 model left uncited), and scores each sentence
 against its cited passages (:func:`~citewise.answer.grounding.check_support`). When the provider
@@ -27,6 +29,7 @@ from citewise.answer.answerer import NOT_FOUND
 from citewise.answer.grounding import Attributor, CitationFilter, check_support
 from citewise.answer.prompts import CITATION_EXAMPLE, SYSTEM_PROMPT, build_messages
 from citewise.answer.providers import ChatProvider
+from citewise.answer.tags import PromptTagFilter
 from citewise.errors import ProviderError
 from citewise.types import Answer, DoneEvent, Event, Evidence, StatusEvent, TokenEvent
 
@@ -150,6 +153,7 @@ class LLMAnswerer:
         yield StatusEvent(f"writing the answer with {self.provider.name} ({self.provider.model})",
                           stage="generate")
         example = LeadingExampleFilter()
+        tags = PromptTagFilter()
         citations = CitationFilter(ev.citation.n for ev in given)
         attributor = Attributor(given, self.support_threshold, skip=_says_not_found,
                                 question=question)
@@ -163,12 +167,12 @@ class LLMAnswerer:
                 count += 1
                 if first is None:
                     first = time.perf_counter()
-                text = example.feed(piece)
+                text = example.feed(tags.feed(piece))
                 shown = attributor.feed(citations.feed(text if pieces else text.lstrip()))
                 if shown:
                     pieces.append(shown)
                     yield TokenEvent(shown)
-            held = example.flush()
+            held = example.feed(tags.flush()) + example.flush()
             tail = attributor.feed(citations.feed(held if pieces else held.lstrip())
                                    + citations.flush()).rstrip()
             tail += attributor.flush()
