@@ -50,7 +50,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from citewise.answer.grounding import citation_precision, check_support
+from citewise.answer.grounding import check_support, citation_precision
 from citewise.config import Settings
 from citewise.engine import Engine
 from citewise.eval.datasets import load_squad_retrieval
@@ -281,13 +281,13 @@ def _pct(values: list[float], q: float) -> float:
     if not values:
         return 0.0
     values = sorted(values)
-    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+    return values[min(len(values) - 1, round(q * (len(values) - 1)))]
 
 
 def summary(rows: list[dict[str, Any]]) -> str:
-    out = ["| answerer | evidence | collection | questions | accuracy | citation precision | "
-           "abstained (unanswerable) | abstained (answerable) | wrong & supported | "
-           "first token s p50 / p95 | s/answer p50 | prompt tokens p50 |",
+    out = [("| answerer | evidence | collection | questions | accuracy | citation precision | "
+            "abstained (unanswerable) | abstained (answerable) | wrong & supported | "
+            "first token s p50 / p95 | s/answer p50 | prompt tokens p50 |"),
            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     keys = list(dict.fromkeys((r["answerer"], r["evidence"]) for r in rows))
     for name, mode in keys:

@@ -18,8 +18,8 @@ from collections.abc import Iterator, Sequence
 from citewise.answer.answerer import NOT_FOUND
 from citewise.ingest.chunking import sentences
 from citewise.retrieve.analysis import tokenize
-from citewise.retrieve.language import detect_language
 from citewise.retrieve.embedding import Embedder
+from citewise.retrieve.language import detect_language
 from citewise.types import Answer, DoneEvent, Event, Evidence, StatusEvent, TokenEvent
 
 RELATIVE_FLOOR = 0.75

@@ -26,8 +26,8 @@ word on a CPU).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
