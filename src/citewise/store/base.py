@@ -182,6 +182,14 @@ class Store(Protocol):
         """A document's chunks (``ordinal`` order), their float32 (n, dim) vectors and
         analysed BM25 texts, as :meth:`upsert_document` takes them (to copy an index)."""
 
+    def rebuild(self) -> AbstractContextManager[Store]:
+        """A context whose body fills a replacement index (the yielded store, empty, model
+        not bound yet); on a normal exit it replaces this index's documents, chunks and
+        model binding in one transaction, so readers see the old index or the new one and a
+        crash before the end leaves the old one intact (``citewise reindex``). An exception
+        in the body switches nothing. Raises IndexChangedError when this index was written
+        meanwhile (nothing switched)."""
+
     def clear(self) -> None:
         """Delete every document and forget the embedding model and analyzer version
         (``citewise reindex``)."""
