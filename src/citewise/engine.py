@@ -25,6 +25,7 @@ from citewise.errors import (
     CitewiseError,
     EmbeddingMismatchError,
     IndexChangedError,
+    IndexError_,
     NotFoundError,
 )
 from citewise.ingest.pipeline import IngestReport, Ingestor, ProgressFn, reanalyze
@@ -72,7 +73,10 @@ class Engine:
 
     def check_model(self) -> None:
         """Raise EmbeddingMismatchError if the index was built with another model, and
-        AnalyzerMismatchError if its BM25 terms were made by another text analysis."""
+        AnalyzerMismatchError if its BM25 terms were made by another text analysis, and
+        IndexError_ if it is an unfinished copy (an interrupted ``citewise migrate``)."""
+        if note := self.store.unfinished():
+            raise IndexError_(note)
         name, dim = self.store.stored_model()
         if not self.store.info().chunks:
             return
@@ -412,6 +416,7 @@ class Engine:
             "fusion": self.settings.fusion.value,
             "index_bytes": info.index_bytes,
             "index_path": info.location,
+            "unfinished": self.store.unfinished(),
         }
 
 

@@ -459,6 +459,13 @@ class PostgresStore(LanguageCounts):
                         "DO UPDATE SET value = EXCLUDED.value", (version,))
 
 
+    def mark_unfinished(self, note: str | None) -> None:
+        """See :meth:`Store.mark_unfinished`."""
+        with self._write("citewise:model") as cur:
+            cur.execute("DELETE FROM citewise_meta WHERE key = 'unfinished'")
+            if note is not None:
+                cur.execute("INSERT INTO citewise_meta VALUES ('unfinished', %s)", (note,))
+
     # --- writes ---------------------------------------------------------------------------
     def upsert_document(
         self, document: Document, chunks: Sequence[Chunk], vectors: np.ndarray,

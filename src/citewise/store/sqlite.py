@@ -324,6 +324,19 @@ class SQLiteStore(LanguageCounts):
             raise
 
 
+    def mark_unfinished(self, note: str | None) -> None:
+        """See :meth:`Store.mark_unfinished`."""
+        db = self.db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.execute("DELETE FROM meta WHERE key = 'unfinished'")
+            if note is not None:
+                db.execute("INSERT INTO meta VALUES ('unfinished', ?)", (note,))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
     # --- writes ---------------------------------------------------------------------------
     def upsert_document(
         self, document: Document, chunks: Sequence[Chunk], vectors: np.ndarray,
