@@ -6,9 +6,10 @@ transaction, so an interrupted copy leaves whole documents only and can simply b
 (documents are replaced by id). Until the copy ends the target is marked unfinished
 (:meth:`Store.mark_unfinished`), so a killed migrate never leaves a target that passes for
 complete: the engine refuses it (IndexError_ naming the re-run) and ``citewise status`` shows
-the mark, until a re-run finishes and removes it. The target is bound to the source's embedding model and
-analyzer version first; a target holding another model's vectors is refused with
-EmbeddingMismatchError, one holding terms of another analysis with AnalyzerMismatchError.
+the mark, until a re-run finishes and removes it. The target is bound to the source's
+embedding model and analyzer version first; a target holding another model's vectors is
+refused with EmbeddingMismatchError, one holding terms of another analysis with
+AnalyzerMismatchError.
 """
 
 from __future__ import annotations
