@@ -28,13 +28,13 @@ from citewise.errors import (
     IndexError_,
     NotFoundError,
 )
-from citewise.ingest.pipeline import IngestReport, Ingestor, ProgressFn, reanalyze
+from citewise.ingest.pipeline import Ingestor, IngestReport, ProgressFn, reanalyze
 from citewise.retrieve.analysis import ANALYZER_VERSION, tokenize
 from citewise.retrieve.embedding import Embedder, load_embedder
 from citewise.retrieve.rerank import Reranker, load_reranker
 from citewise.retrieve.retriever import Retriever, SearchResult, clean_query
-from citewise.store.factory import open_store
 from citewise.store.base import Store
+from citewise.store.factory import open_store
 from citewise.types import Answer, DoneEvent, Event, StatusEvent
 
 if TYPE_CHECKING:

@@ -24,7 +24,7 @@ READERS = {KEY_A: "alpha", KEY_B: "beta"}
 
 
 @pytest.mark.parametrize("seed", [18])
-def test_random_api_probe_never_leaks_across_collections(two_collections, seed):
+def test_random_api_probe_never_leaks_across_collections(two_collections, seed):  # noqa: F811
     app, engine, _ = two_collections
     rng = random.Random(seed)
     words = {"alpha": "AMBERFOX", "beta": "SILVERFINCH"}  # one secret per collection
