@@ -24,6 +24,8 @@ from citewise.errors import (
     AnalyzerMismatchError,
     CitewiseError,
     EmbeddingMismatchError,
+    IndexChangedError,
+    IndexError_,
     NotFoundError,
 )
 from citewise.ingest.pipeline import Ingestor, IngestReport, ProgressFn, reanalyze
@@ -71,7 +73,10 @@ class Engine:
 
     def check_model(self) -> None:
         """Raise EmbeddingMismatchError if the index was built with another model, and
-        AnalyzerMismatchError if its BM25 terms were made by another text analysis."""
+        AnalyzerMismatchError if its BM25 terms were made by another text analysis, and
+        IndexError_ if it is an unfinished copy (an interrupted ``citewise migrate``)."""
+        if note := self.store.unfinished():
+            raise IndexError_(note)
         name, dim = self.store.stored_model()
         if not self.store.info().chunks:
             return
@@ -106,26 +111,48 @@ class Engine:
         vectors kept, no file read). Otherwise every file-backed document is re-read and
         re-embedded with the configured model, each into the collection it was in; documents
         whose files are gone are dropped.
+
+        Re-embedding never clears the live index first: the new index is built beside it
+        (:meth:`Store.rebuild <citewise.store.base.Store.rebuild>`: a staging SQLite file, or
+        one PostgreSQL transaction) and switched to in one transaction at the end, so readers
+        see the old index or the new one, and a crash, kill or Ctrl-C part-way leaves the old
+        index intact (run the command again: it starts over). When the index is written
+        meanwhile (an upload or delete) the build is discarded and redone, up to 3 times.
+
+        Returns the per-file report. Raises IndexChangedError when the index kept changing,
+        IndexError_ when it cannot be written.
         """
         name, dim = self.store.stored_model()
         analyzer = self.store.stored_analyzer()
         if (name == self.embedder.name and dim == self.embedder.dim and analyzer is not None
                 and analyzer != ANALYZER_VERSION):
             return reanalyze(self.store, progress)
-        by_collection: dict[str, list[tuple[Path, Path]]] = {}
-        for d in self.store.documents():
-            if Path(d.source_path).is_file():
-                by_collection.setdefault(d.collection, []).append(
-                    (Path(d.source_path), Path(d.metadata.get("_root", d.source_path))))
-        self.store.clear()
-        self.store.bind_model(self.embedder.name, self.embedder.dim)
-        report = IngestReport()
-        for collection, files in by_collection.items():
-            part = Ingestor(self.settings, self.store, self.embedder, collection).ingest_files(
-                files, progress)
-            report.files.extend(part.files)
-            report.seconds += part.seconds
-            report.embedded += part.embedded
+        for attempt in range(3):
+            try:
+                return self._rebuild(progress)
+            except IndexChangedError as err:
+                if attempt == 2:
+                    raise
+                log.warning("reindex: %s; building again", err)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _rebuild(self, progress: ProgressFn | None) -> IngestReport:
+        """One :meth:`reindex` attempt: every file-backed document re-embedded into a store
+        built beside the live one, switched in at the end."""
+        with self.store.rebuild() as target:
+            by_collection: dict[str, list[tuple[Path, Path]]] = {}
+            for d in self.store.documents():
+                if Path(d.source_path).is_file():
+                    by_collection.setdefault(d.collection, []).append(
+                        (Path(d.source_path), Path(d.metadata.get("_root", d.source_path))))
+            target.bind_model(self.embedder.name, self.embedder.dim)
+            report = IngestReport()
+            for collection, files in by_collection.items():
+                part = Ingestor(self.settings, target, self.embedder, collection).ingest_files(
+                    files, progress)
+                report.files.extend(part.files)
+                report.seconds += part.seconds
+                report.embedded += part.embedded
         return report
 
     # --- query ----------------------------------------------------------------------------
@@ -389,6 +416,7 @@ class Engine:
             "fusion": self.settings.fusion.value,
             "index_bytes": info.index_bytes,
             "index_path": info.location,
+            "unfinished": self.store.unfinished(),
         }
 
 

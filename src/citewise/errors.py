@@ -84,6 +84,11 @@ class IndexError_(CitewiseError):  # noqa: N801 - avoid shadowing the builtin In
     """The index on disk cannot be used as configured."""
 
 
+class IndexChangedError(IndexError_):
+    """The index was written (an upload or delete) while a replacement was built beside it:
+    nothing was switched, so that write is kept (``citewise reindex`` builds again)."""
+
+
 class EmbeddingMismatchError(IndexError_):
     """The index was built with another embedding model or dimension.
 

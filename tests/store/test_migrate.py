@@ -70,3 +70,35 @@ def test_migrate_refuses_a_missing_source(tmp_path, postgres_url):
     result = run("migrate", "--from", f"sqlite:{tmp_path / 'nope.sqlite3'}", "--to", postgres_url)
     assert result.exit_code == 1
     assert "no such index file or folder" in result.output
+
+
+def test_an_interrupted_migrate_leaves_a_target_marked_unfinished(tmp_path):
+    """Issue 18 item 6: a killed migrate must not leave a target that looks complete."""
+    from citewise.config import Settings
+    from citewise.engine import Engine
+    from citewise.errors import IndexError_
+    from citewise.store.copy import copy_index
+    from tests.suites.store import DIM, make_doc
+
+    source = SQLiteStore(tmp_path / "source.sqlite3")
+    source.bind_model("m", DIM)
+    for name in ("a", "b", "c"):
+        source.upsert_document(*make_doc(name, [f"text of {name}"]))
+    target = SQLiteStore(tmp_path / "home" / "index.sqlite3")
+
+    def interrupt(path: str, done: int, total: int) -> None:
+        if done == 1:
+            raise KeyboardInterrupt  # Ctrl-C after the first document
+
+    with pytest.raises(KeyboardInterrupt):
+        copy_index(source, target, progress=interrupt)
+    assert len(target.documents()) == 1 and "citewise migrate" in (target.unfinished() or "")
+    engine = Engine(Settings(home=tmp_path / "home", llm_provider="none"))
+    with pytest.raises(IndexError_, match="run the same citewise migrate again"):
+        engine.check_model()
+    assert engine.status()["unfinished"]
+    report = copy_index(source, target)  # the re-run completes and unmarks it
+    assert report.documents == 3 and target.unfinished() is None
+    assert target.documents() == source.documents() and target.check() == []
+    source.close()
+    target.close()

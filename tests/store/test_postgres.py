@@ -332,3 +332,24 @@ def test_database_without_rights_to_the_schema_is_refused(postgres_url):
     with psycopg.connect(postgres_url) as conn:
         assert conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'"
                             ).fetchone()[0] == 0
+
+
+def test_rebuild_is_one_transaction_old_index_kept_on_failure(postgres_url):
+    # issue 18 item 6: reindex no longer clears the index before re-embedding
+    store = PostgresStore(postgres_url)
+    store.bind_model("m", DIM)
+    doc, chunks, vecs = make_doc("a", ["old text"])
+    store.upsert_document(doc, chunks, vecs)
+    with pytest.raises(RuntimeError), store.rebuild() as target:
+        target.bind_model("other", 16)
+        raise RuntimeError("killed part-way")
+    assert store.stored_model() == ("m", DIM) and [d.id for d in store.documents()] == [doc.id]
+    reader = PostgresStore(postgres_url)
+    with store.rebuild() as target:
+        target.bind_model("m", DIM)
+        new, new_chunks, new_vecs = make_doc("b", ["new text"])
+        target.upsert_document(new, new_chunks, new_vecs)
+        assert [d.id for d in reader.documents()] == [doc.id]  # readers see the old index
+    assert [d.id for d in reader.documents()] == [new.id]
+    reader.close()
+    store.close()

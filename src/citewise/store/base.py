@@ -57,6 +57,11 @@ class LanguageCounts:
 
     _languages: tuple[int, dict[str, int]] | None = None  # generation, counts
 
+    def unfinished(self) -> str | None:
+        """Why this index is incomplete (an interrupted ``citewise migrate`` copied into it),
+        or None when it is not marked (see :meth:`Store.mark_unfinished`)."""
+        return self._meta("unfinished")  # type: ignore[attr-defined]
+
     def stored_analyzer(self) -> str | None:
         """See :meth:`Store.stored_analyzer`."""
         return self._meta("analyzer")  # type: ignore[attr-defined]
@@ -181,6 +186,23 @@ class Store(Protocol):
     def export(self, document_id: str) -> tuple[list[Chunk], np.ndarray, list[str]]:
         """A document's chunks (``ordinal`` order), their float32 (n, dim) vectors and
         analysed BM25 texts, as :meth:`upsert_document` takes them (to copy an index)."""
+
+    def mark_unfinished(self, note: str | None) -> None:
+        """Mark the index as incomplete with ``note`` (None removes the mark), in one
+        transaction. ``citewise migrate`` marks its target before copying and unmarks it at
+        the end; :meth:`Engine.check_model <citewise.engine.Engine.check_model>` refuses a
+        marked index."""
+
+    def unfinished(self) -> str | None:
+        """The note of :meth:`mark_unfinished`, or None when the index is not marked."""
+
+    def rebuild(self) -> AbstractContextManager[Store]:
+        """A context whose body fills a replacement index (the yielded store, empty, model
+        not bound yet); on a normal exit it replaces this index's documents, chunks and
+        model binding in one transaction, so readers see the old index or the new one and a
+        crash before the end leaves the old one intact (``citewise reindex``). An exception
+        in the body switches nothing. Raises IndexChangedError when this index was written
+        meanwhile (nothing switched)."""
 
     def clear(self) -> None:
         """Delete every document and forget the embedding model and analyzer version

@@ -3,9 +3,13 @@
 Every document is read with its chunks, stored vectors and analysed BM25 texts
 (:meth:`Store.export`) and written to the target with one :meth:`Store.upsert_document`
 transaction, so an interrupted copy leaves whole documents only and can simply be run again
-(documents are replaced by id). The target is bound to the source's embedding model and
-analyzer version first; a target holding another model's vectors is refused with
-EmbeddingMismatchError, one holding terms of another analysis with AnalyzerMismatchError.
+(documents are replaced by id). Until the copy ends the target is marked unfinished
+(:meth:`Store.mark_unfinished`), so a killed migrate never leaves a target that passes for
+complete: the engine refuses it (IndexError_ naming the re-run) and ``citewise status`` shows
+the mark, until a re-run finishes and removes it. The target is bound to the source's
+embedding model and analyzer version first; a target holding another model's vectors is
+refused with EmbeddingMismatchError, one holding terms of another analysis with
+AnalyzerMismatchError.
 """
 
 from __future__ import annotations
@@ -18,6 +22,11 @@ from pathlib import Path
 
 from citewise.errors import ConfigError
 from citewise.store.base import Store
+
+
+#: The mark a copy in progress leaves on its target (:meth:`Store.mark_unfinished`).
+UNFINISHED = ("an unfinished copy: citewise migrate was interrupted while copying into this "
+              "index; run the same citewise migrate again to complete it")
 
 
 @dataclass(frozen=True)
@@ -57,7 +66,9 @@ def copy_index(source: Store, target: Store,
     """Copy every document of ``source`` into ``target`` (see the module docstring).
 
     ``progress(document path, done, total)`` is called after each document. Returns the
-    counts copied. An empty source copies nothing and binds no model."""
+    counts copied. An empty source copies nothing and binds no model. Raises what the
+    stores raise (EmbeddingMismatchError, AnalyzerMismatchError, IndexError_); the target then
+    stays marked unfinished."""
     started = time.perf_counter()
     documents = source.documents()
     name, dim = source.stored_model()
@@ -65,6 +76,7 @@ def copy_index(source: Store, target: Store,
         target.bind_model(name, dim)
     if (analyzer := source.stored_analyzer()) is not None:
         target.bind_analyzer(analyzer)
+    target.mark_unfinished(UNFINISHED)
     chunks = 0
     bulk = getattr(target, "bulk_load", None)  # PostgreSQL: build the HNSW index once
     with bulk() if bulk is not None and len(documents) > 1 else nullcontext():
@@ -74,4 +86,5 @@ def copy_index(source: Store, target: Store,
             chunks += len(doc_chunks)
             if progress is not None:
                 progress(document.path, done, len(documents))
+    target.mark_unfinished(None)
     return CopyReport(len(documents), chunks, time.perf_counter() - started)

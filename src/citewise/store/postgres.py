@@ -459,6 +459,13 @@ class PostgresStore(LanguageCounts):
                         "DO UPDATE SET value = EXCLUDED.value", (version,))
 
 
+    def mark_unfinished(self, note: str | None) -> None:
+        """See :meth:`Store.mark_unfinished`."""
+        with self._write("citewise:model") as cur:
+            cur.execute("DELETE FROM citewise_meta WHERE key = 'unfinished'")
+            if note is not None:
+                cur.execute("INSERT INTO citewise_meta VALUES ('unfinished', %s)", (note,))
+
     # --- writes ---------------------------------------------------------------------------
     def upsert_document(
         self, document: Document, chunks: Sequence[Chunk], vectors: np.ndarray,
@@ -595,10 +602,37 @@ class PostgresStore(LanguageCounts):
 
         return bool(self._retrying(delete))
 
+    @contextmanager
+    def rebuild(self) -> Iterator[PostgresStore]:
+        """See :meth:`Store.rebuild`. PostgreSQL has no file to build beside, so the whole
+        rebuild is one transaction on this thread's connection: every document is deleted
+        (``DELETE``, not ``TRUNCATE``, so readers keep their MVCC view of the old rows), the
+        body re-fills this same store (each write a savepoint) and the commit at the end
+        switches readers to the new index at once. A crash, kill or error before the commit
+        rolls everything back: the old index stays. While it runs, other writers wait on the
+        model lock, and when the dimension changes (``ALTER TABLE`` in :meth:`bind_model`)
+        readers wait for the commit too instead of seeing a partial index. Never raises
+        IndexChangedError (concurrent writers are serialised instead)."""
+        depth = getattr(self._local, "depth", 0)
+        with self.db.transaction():
+            self._local.depth = depth + 1  # no retry of a single write inside (see _retrying)
+            try:
+                self._clear(truncate=False)
+                yield self
+            finally:
+                self._local.depth = depth
+
     def clear(self) -> None:
         """Delete every document and forget the embedding model (for ``citewise reindex``)."""
+        self._clear(truncate=True)
+
+    def _clear(self, *, truncate: bool) -> None:
         with self._write("citewise:model") as cur:
-            cur.execute("TRUNCATE postings, term_stats, chunks, documents")
+            if truncate:
+                cur.execute("TRUNCATE postings, term_stats, chunks, documents")
+            else:
+                for table in ("postings", "term_stats", "chunks", "documents"):
+                    cur.execute(f"DELETE FROM {table}")
             cur.execute("DELETE FROM citewise_meta "
                         "WHERE key IN ('embedding_model', 'dimension', 'analyzer')")
             cur.execute("UPDATE collection_stats SET chunks = 0, total_terms = 0, "

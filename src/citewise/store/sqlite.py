@@ -42,7 +42,12 @@ from pathlib import Path
 
 import numpy as np
 
-from citewise.errors import AnalyzerMismatchError, EmbeddingMismatchError, IndexError_
+from citewise.errors import (
+    AnalyzerMismatchError,
+    EmbeddingMismatchError,
+    IndexChangedError,
+    IndexError_,
+)
 from citewise.store.base import (
     Filters,
     IndexInfo,
@@ -207,6 +212,12 @@ def _document(row: Sequence) -> Document:
     )
 
 
+def _remove_sqlite_files(path: Path) -> None:
+    """Delete the SQLite file ``path`` with its WAL, shared-memory and journal files."""
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
 class SQLiteStore(LanguageCounts):
     """The :class:`~citewise.store.base.Store` over one SQLite file (created if missing).
 
@@ -313,6 +324,19 @@ class SQLiteStore(LanguageCounts):
             raise
 
 
+    def mark_unfinished(self, note: str | None) -> None:
+        """See :meth:`Store.mark_unfinished`."""
+        db = self.db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.execute("DELETE FROM meta WHERE key = 'unfinished'")
+            if note is not None:
+                db.execute("INSERT INTO meta VALUES ('unfinished', ?)", (note,))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
     # --- writes ---------------------------------------------------------------------------
     def upsert_document(
         self, document: Document, chunks: Sequence[Chunk], vectors: np.ndarray,
@@ -405,6 +429,68 @@ class SQLiteStore(LanguageCounts):
         except BaseException:
             db.execute("ROLLBACK")
             raise
+
+    @contextmanager
+    def rebuild(self) -> Iterator[SQLiteStore]:
+        """Build a replacement index beside this one and switch to it in one transaction
+        (``citewise reindex``).
+
+        Yields an empty store in a staging file next to the index (``<index>.rebuild``, any
+        leftover of a killed run deleted first); the caller fills it (binding its model).
+        When the ``with`` body returns, one ``BEGIN IMMEDIATE`` transaction on the live file
+        replaces every document, chunk, BM25 row and the model/analyzer binding with the
+        staged ones (``ATTACH``; the file is never renamed, so other processes' connections
+        and WAL stay valid). Readers, in this or another process, see the old index or the
+        new one, never a mix; a crash or kill before the commit leaves the old index intact
+        (the staging file is deleted by the next run). The staging file is deleted on exit
+        either way; an exception in the body switches nothing and propagates.
+
+        Raises IndexChangedError (nothing switched) when the live index was written meanwhile (an
+        upload or delete: its generation moved), so that write is not lost; run it again.
+        """
+        staging = self.path.with_name(self.path.name + ".rebuild")
+        _remove_sqlite_files(staging)
+        started = self.generation()
+        target = SQLiteStore(staging, self._busy_timeout_s)
+        try:
+            yield target
+            target.close()
+            self._switch_to(staging, started)
+        finally:
+            target.close()
+            _remove_sqlite_files(staging)
+
+    def _switch_to(self, staging: Path, generation: int) -> None:
+        """Replace this index's content with the SQLite file ``staging`` in one transaction,
+        unless this index's generation is no longer ``generation`` (IndexError_)."""
+        db = self.db
+        db.execute("ATTACH DATABASE ? AS staged", (str(staging),))
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                if self.generation() != generation:
+                    raise IndexChangedError(
+                        "the index was changed while it was rebuilt (an upload or delete); "
+                        "nothing was switched, run citewise reindex again")
+                doc_cols = ", ".join(c.removeprefix("d.") for c in _DOC_COLS.split(", "))
+                chunk_cols = ", ".join(r[1] for r in db.execute("PRAGMA main.table_info(chunks)"))
+                db.execute("DELETE FROM main.chunks")
+                db.execute("DELETE FROM main.documents")
+                db.execute(f"INSERT INTO main.documents ({doc_cols}) "
+                           f"SELECT {doc_cols} FROM staged.documents")
+                db.execute(f"INSERT INTO main.chunks ({chunk_cols}) "
+                           f"SELECT {chunk_cols} FROM staged.chunks")
+                keys = "('embedding_model', 'dimension', 'analyzer')"
+                db.execute(f"DELETE FROM main.meta WHERE key IN {keys}")
+                db.execute(f"INSERT INTO main.meta SELECT key, value FROM staged.meta "
+                           f"WHERE key IN {keys}")
+                self._bump(db)
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+        finally:
+            db.execute("DETACH DATABASE staged")
 
     @staticmethod
     def _bump(db: sqlite3.Connection) -> None:
