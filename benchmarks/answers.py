@@ -12,7 +12,8 @@ One command measures the answerers on five jobs, from fixed, versioned question 
 * ``cuad``: 10 LegalBench-RAG CUAD questions (the first 10 query ids of
   ``cuad_spans.mini.dev.json``; gold = a character span), over the contracts they name;
 * ``kazakh``: the first 10 ``kazakh_legal_qa`` dev questions, over their gold documents and 40
-  other documents of the corpus (the first 40 non-gold ones by file order).
+  other documents of the corpus (the first 40 non-gold ones by file order), each cut to its
+  first 4,000 characters (the gold passage is a document's first 900-token chunk).
 
 The docs and code sets are split ``dev`` (tune on these) and ``test`` (held out, reported,
 never tuned on); ``--split`` picks them.
@@ -64,6 +65,7 @@ XQUAD_STEP = 80
 CUAD_QUESTIONS = 10
 KAZAKH_QUESTIONS = 10
 KAZAKH_DISTRACTORS = 40
+KAZAKH_CHARS = 4000  # the gold passage is each document's first 900-token chunk
 
 
 def normalise(text: str) -> str:
@@ -147,7 +149,7 @@ def kazakh_items(home: Path) -> tuple[list[Path], list[dict[str, Any]]]:
     files = []
     for i, d in enumerate(keep):
         path = out / f"{i:03d}.txt"
-        path.write_text(d["text"], encoding="utf-8")
+        path.write_text(d["text"][:KAZAKH_CHARS], encoding="utf-8")
         files.append(path)
         d["_file"] = path.name
     by_id = {d["doc_id"].strip(): d["_file"] for d in keep}

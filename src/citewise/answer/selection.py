@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from citewise.ingest.chunking import sentences
+from citewise.ingest.chunking import SOURCE_WINDOW, sentences
 from citewise.retrieve.analysis import tokenize
 from citewise.retrieve.embedding import Embedder
 from citewise.retrieve.language import detect_language
@@ -252,28 +252,52 @@ def _find_flexible(text: str, part: str, start: int) -> tuple[int, int] | None:
 
 
 def _narrow(ev: Evidence, start: int, end: int, n: int, shown: str | None = None,
-            score: float | None = None) -> Evidence:
+            score: float | None = None, row: bool = False) -> Evidence:
     """``ev`` cut to ``chunk.text[start:end]``, renumbered ``n``: the chunk's text, character
-    span and lines narrowed to the part (offsets mapped through ``chunk.source_text``, which
-    holds the document text around the chunk; left as they are when the part is not found
-    there). ``shown`` replaces the part's text (a table row given with its column names)."""
+    span and lines narrowed to the part. Offsets are mapped through ``chunk.source_text``,
+    the document text around the chunk: characters whenever the part is found there, lines
+    only when that text starts at the chunk's first block (it is not a window of a long
+    block) and holds as many line breaks as the chunk's line span (no markup line such as a
+    code fence was dropped), counting them from ``chunk.line_start`` (plus a table's
+    separator line for a ``row``); otherwise they stay the chunk's. ``shown`` replaces the part's text (a
+    table row given with its column names)."""
     chunk = ev.chunk
     part = chunk.text[start:end]
     char_start, char_end = chunk.char_start, chunk.char_end
     line_start, line_end = chunk.line_start, chunk.line_end
     src = chunk.source_text or ""
-    first_line = chunk.text.lstrip().split("\n", 1)[0][:40]
+    lines = chunk.text.strip().split("\n")
+    first_line, last_line = lines[0][:40], lines[-1][-40:]
     head = src.find(first_line) if src and first_line else -1
-    found = _find_flexible(src, part, max(head, 0)) if head >= 0 else None
-    if found is not None:
-        at, stop = found
+    whole = len(src) < 2 * SOURCE_WINDOW  # source_text starts where the chunk's first block does
+    first: int | None = None
+    if head >= 0 and (found := _find_flexible(src, part, head)) is not None:
+        at, stop = found  # anchored on the chunk's first line: char_start
         char_start = chunk.char_start - head + at
+        if line_start is not None and line_end is not None and whole:
+            # the document text keeps the file's line breaks unless markup lines were dropped
+            # (a code fence, a table's |---| line): count only when the chunk's own line
+            # span says nothing was dropped
+            sep = 1 if row else 0
+            span_end = src.rfind(last_line) + len(last_line)
+            if src.count("\n", 0, span_end) + sep == line_end - line_start:
+                first = line_start + src.count("\n", 0, at) + (
+                    sep if src.count("\n", 0, at) else 0)
+    elif src and last_line and (tail := src.rfind(last_line)) >= 0 and (
+            found := _find_flexible(src, part, 0)) is not None:
+        # a long table's window of the document starts after its header row, which the
+        # chunk repeats: anchored on the chunk's last line instead (char_end); the lines stay
+        # the chunk's, as the window's first line is not known
+        at, stop = found
+        char_start = chunk.char_end - (tail + len(last_line)) + at
+    else:
+        found = None
+    if found is not None:
         char_end = char_start + (stop - at)
-        if line_start is not None:
-            first = line_start + src.count("\n", head, at)
+        if first is not None:
             last = first + src.count("\n", at, stop)
-            line_start = min(first, line_end or first)
-            line_end = min(last, line_end) if line_end is not None else last
+            if line_end is None or last <= line_end:
+                line_start, line_end = first, last
     new_chunk = replace(chunk, text=shown or part, char_start=char_start, char_end=char_end,
                         line_start=line_start, line_end=line_end)
     citation = replace(ev.citation, n=n, char_start=char_start, char_end=char_end,
@@ -329,7 +353,7 @@ def sentence_evidence(evidence: Sequence[Evidence], ranked: Sequence[Scored], *,
         first, last = group[0].candidate, group[-1].candidate
         shown = first.text if first.kind == "row" else None
         out.append(_narrow(evidence[first.index], first.start, last.end, n, shown,
-                           round(max(s.score for s in group), 4)))
+                           round(max(s.score for s in group), 4), first.kind == "row"))
     return out
 
 
