@@ -29,7 +29,7 @@ def test_random_api_probe_never_leaks_across_collections(two_collections, seed):
     rng = random.Random(seed)
     words = {"alpha": "AMBERFOX", "beta": "SILVERFINCH"}  # one secret per collection
     expected = {d.id: d for d in engine.store.documents()}  # what must stay indexed
-    n = 0
+    n = reindexed = 0
     sent: dict[str, set[str]] = {KEY_A: set(), KEY_B: set(), ADMIN: set()}  # ids/paths asked
     with TestClient(app, base_url="http://127.0.0.1") as c:
 
@@ -39,7 +39,8 @@ def test_random_api_probe_never_leaks_across_collections(two_collections, seed):
                     | {d.path.rsplit("/", 1)[-1] for d in docs})
 
         for step in range(STEPS):
-            action = rng.choice(["upload", "chat", "scan", "delete", "chats", "docs"])
+            action = rng.choice(["upload", "chat", "scan", "delete", "chats", "docs",
+                                 "reindex"])
             key = rng.choice([KEY_A, KEY_B, ADMIN])
             collection = rng.choice(["alpha", "beta"])
             target = rng.choice(sorted(expected) or ["0" * 24])
@@ -73,6 +74,10 @@ def test_random_api_probe_never_leaks_across_collections(two_collections, seed):
                     for chat in r.json()["data"]:
                         got = c.get(f"/api/chats/{chat['id']}", headers=auth(key))
                         r = type(r)(200, content=r.content + got.content)
+            elif action == "reindex":  # writes: the admin only, and nothing is lost or moved
+                r = c.post("/api/reindex", headers=auth(key))
+                assert r.status_code == (200 if key == ADMIN else 401), r.text
+                reindexed += key == ADMIN
             else:
                 r = c.get("/api/documents", headers=auth(key))
             if action in ("chat", "scan", "delete"):  # a key may be told back what it sent
@@ -99,4 +104,4 @@ def test_random_api_probe_never_leaks_across_collections(two_collections, seed):
             for doc_id, d in expected.items():  # never moved to another collection or path
                 assert (present[doc_id].collection, present[doc_id].path) == (
                     d.collection, d.path), (step, action, key)
-    assert n > 0  # the sequence uploaded something
+    assert n > 0 and reindexed > 0  # the sequence uploaded and the admin reindexed
