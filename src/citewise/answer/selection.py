@@ -42,9 +42,8 @@ from citewise.types import Evidence
 MAX_CANDIDATE_CHARS = 600
 CODE_WINDOW = 12  # lines
 #: The abstention rule's floors (see :func:`answerable`), chosen on the dev split of the
-#: answer benchmark (benchmarks/answers.py; docs/benchmarks.md "Abstention").
-MIN_COVERAGE = 0.25
-MIN_SCORE = 0.40
+#: answer benchmark's docs questions (benchmarks/answers.py; docs/benchmarks.md).
+MIN_COVERAGE = 0.35
 #: Score factor of a candidate that reads as a command or code (a ``curl`` line, a shell
 #: prompt, a JSON body) when the question does not ask for one: a docs page's example request
 #: can hold the very words of a question and still answer nothing.
@@ -55,6 +54,13 @@ _ASKS_FOR_CODE = re.compile(
 _COMMAND_START = re.compile(
     r"^\s*(?:\$\s|>>>|curl\s|pip\s|python3?\s|export\s|cd\s|git\s|docker\s|npm\s|"
     r"[\w.-]+\s+(?:--?\w|\\$))")
+#: Interrogatives and auxiliaries (English, Russian, Kazakh), as analysed: they ask, they
+#: are not asked about, and a small collection may hold none of them.
+QUESTION_WORDS = frozenset(tokenize(
+    "what when where which who whom whose why how do does did can could should would will "
+    "shall may might must is are was were be been has have had i my me you your please until "
+    "что когда где какой какая какое какие кто почему зачем как ли можно чем сколько "
+    "не қашан қайда қандай кім неге қалай ма ме ба бе па пе қанша қай"))
 _WORD = re.compile(r"\w*[^\W\d_]\w*")
 _CODE_CHARS = set("{}[]()<>=$|\\/\"'`;")
 
@@ -84,12 +90,18 @@ class Candidate:
 @dataclass(frozen=True)
 class Scored:
     """A ranked candidate: ``score`` (higher is better, see the module docstring), its
-    ``cosine`` in [-1, 1] and its weighted term ``coverage`` in [0, 1]."""
+    ``cosine`` in [-1, 1], its weighted term ``coverage`` in [0, 1] (collection IDF x IDF
+    within its document: which sentence of a document answers) and its ``answer_coverage``
+    in [0, 1], the unweighted share of the question's content terms it and its innermost
+    section heading hold (whether the
+    question's words are there at all; in a small collection IDF says little, a word it
+    lacks outweighing all it holds; see :func:`answerable`)."""
 
     candidate: Candidate
     score: float
     cosine: float
     coverage: float
+    answer_coverage: float = 0.0
 
 
 def _table_rows(text: str) -> tuple[list[str], list[tuple[int, str]]] | None:
@@ -190,7 +202,7 @@ def rank_candidates(question: str, evidence: Sequence[Evidence], embedder: Embed
     """
     language = detect_language(question)
     focus = question_clause(question)
-    terms = list(dict.fromkeys(tokenize(focus, language)))
+    terms = [t for t in dict.fromkeys(tokenize(focus, language)) if t not in QUESTION_WORDS]
     pool = [c for i, ev in enumerate(evidence) for c in candidates(ev, i)]
     if not pool:
         return []
@@ -198,11 +210,17 @@ def rank_candidates(question: str, evidence: Sequence[Evidence], embedder: Embed
     for ev in evidence:
         local = (document_idf or {}).get(ev.citation.document_id, {})
         weights.append({t: (idf or {}).get(t, 1.0) * local.get(t, 1.0) for t in terms})
-    coverage = []
+    collection = dict.fromkeys(terms, 1.0)
+    coverage, answer_coverage = [], []
     for c in pool:
         have = set(tokenize(c.text, language))
         w = weights[c.index]
         coverage.append(sum(v for t, v in w.items() if t in have) / (sum(w.values()) or 1.0))
+        section = evidence[c.index].chunk.section
+        if section:  # "Streaming (server-sent events)" above a sentence says what it is about
+            have |= set(tokenize(section[-1], language))
+        answer_coverage.append(sum(v for t, v in collection.items() if t in have)
+                               / (sum(collection.values()) or 1.0))
     lexical = [0.4 * cov + 0.05 / (c.index + 1) for c, cov in zip(pool, coverage, strict=True)]
     order = sorted(range(len(pool)), key=lambda i: -lexical[i])[:max_embedded]
     cosine = np.zeros(len(pool), dtype=np.float32)
@@ -211,30 +229,32 @@ def rank_candidates(question: str, evidence: Sequence[Evidence], embedder: Embed
         cosine[order] = vectors @ embedder.embed_query(focus)
     penalise = not _ASKS_FOR_CODE.search(question)
     scored = []
-    for c, cos, cov, lex in zip(pool, cosine, coverage, lexical, strict=True):
+    for c, cos, cov, lex, ans in zip(pool, cosine, coverage, lexical, answer_coverage,
+                                     strict=True):
         score = 0.6 * float(cos) + lex
         if penalise and c.kind != "code" and looks_like_command(c.text):
             score *= COMMAND_PENALTY
-        scored.append(Scored(c, score, float(cos), cov))
+        scored.append(Scored(c, score, float(cos), cov, ans))
     scored.sort(key=lambda s: -s.score)
     return scored
 
 
 def answerable(ranked: Sequence[Scored], question: str = "", *,
-               min_coverage: float = MIN_COVERAGE, min_score: float = MIN_SCORE) -> bool:
+               min_coverage: float = MIN_COVERAGE) -> bool:
     """Whether the best candidates may answer the question: some candidate among the best
-    three holds at least ``min_coverage`` of the question's weighted terms, or the best one
-    scores at least ``min_score``. A question whose rare words appear in no candidate and
-    that no candidate matches closely in meaning (an off-topic question, or a near miss that
-    shares only common words with the documents) is declined. A keyword query of one or two
-    terms (``question`` given) is declined only when no candidate holds any of them: so few
-    words do not tell a question from a search."""
+    three holds at least ``min_coverage`` of the question's content terms
+    (``answer_coverage``; question words such as "what" or "когда" left out). A question
+    whose words are nearly all missing from the best sentences (an off-topic question, or a
+    near miss such as "does the kettle pair over Bluetooth with a phone app?" over a kettle's
+    manual) is declined; one that shares more words with them is left to the answerer (the
+    model may still reply that the documents do not say). A keyword query of one or two
+    terms (``question`` given) is declined only when no candidate holds any of them."""
     if not ranked:
         return False
-    if question and len(set(tokenize(question_clause(question)))) <= 2:
-        return any(s.coverage > 0 for s in ranked[:3])
-    return ranked[0].score >= min_score or any(s.coverage >= min_coverage
-                                               for s in ranked[:3])
+    best = max(s.answer_coverage for s in ranked[:3])
+    if question and len(set(tokenize(question_clause(question))) - QUESTION_WORDS) <= 2:
+        return best > 0
+    return best >= min_coverage
 
 
 def _find_flexible(text: str, part: str, start: int) -> tuple[int, int] | None:
