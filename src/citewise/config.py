@@ -168,8 +168,8 @@ class Settings(BaseSettings):
     abstain: bool = Field(
         True,
         description="Answer 'the documents do not contain an answer' without asking the model "
-        "when no sentence of the evidence covers the question's rare terms (see "
-        "citewise.answer.selection.answerable).",
+        "when none of the best evidence sentences holds 35% of the question's content terms "
+        "(see citewise.answer.selection.answerable).",
     )
 
     # --- LLM (see citewise.answer.providers) --------------------------------------------
