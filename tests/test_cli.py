@@ -184,3 +184,21 @@ def test_code_is_cited_by_path_lines_and_symbol(env):
 
     result = run("ask", "What does ring_area return if the inner radius is not smaller?")
     assert "c41_code/geometry.cc:4-8, ring_area" in result.output
+
+
+def test_a_withdrawn_answer_is_marked_on_stdout(env, monkeypatch, broken_server):
+    """Found by a newcomer: a model answer that fails the support check stayed on screen,
+    with the quoted evidence run on after it and the reason only on stderr."""
+    broken_server.mode = "wrong-number"
+    monkeypatch.setenv("CITEWISE_LLM_PROVIDER", "openai-compatible")
+    monkeypatch.setenv("CITEWISE_LLM_BASE_URL", broken_server.url)
+    monkeypatch.setenv("CITEWISE_LLM_MODEL", "broken")
+    (env / "kettle.md").write_text(
+        "# Model K2 kettle\n\nThe Model K2 kettle is covered by a warranty of 24 months from "
+        "the date of purchase.\n", encoding="utf-8")
+    assert run("ingest", str(env / "kettle.md")).exit_code == 0
+    result = run("ask", "How long is the warranty on the Model K2 kettle?")
+    assert result.exit_code == 0 and broken_server.requests == 1
+    wrong, _, rest = result.stdout.partition("[withdrawn: the text above failed the support")
+    assert "36 months" in wrong and rest, result.stdout
+    assert "24 months" in rest and "36" not in rest

@@ -234,8 +234,9 @@ def _stream_answer(events: Any, live: bool, prefix: str = "") -> Any:
                 console.out(event.content, end="", highlight=False)
                 wrote = True
             elif live and isinstance(event, StatusEvent) and event.stage == "fallback":
-                if wrote:
-                    console.out("")
+                if wrote:  # the text above cannot be unprinted: say on stdout it is withdrawn
+                    console.out("\n[withdrawn: the text above failed the support check; the "
+                                "quoted evidence follows]\n", highlight=False)
                     wrote = False
                 status.stop()
                 err_console.print(f"[yellow]{escape(event.message)}[/]")
