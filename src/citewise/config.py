@@ -168,7 +168,7 @@ class Settings(BaseSettings):
     abstain: bool = Field(
         True,
         description="Answer 'the documents do not contain an answer' without asking the model "
-        "when none of the best evidence sentences holds 35% of the question's content terms "
+        "when none of the best evidence sentences holds a quarter of the question's content terms "
         "(see citewise.answer.selection.answerable).",
     )
 

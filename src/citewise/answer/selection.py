@@ -43,7 +43,7 @@ MAX_CANDIDATE_CHARS = 600
 CODE_WINDOW = 12  # lines
 #: The abstention rule's floors (see :func:`answerable`), chosen on the dev split of the
 #: answer benchmark's docs questions (benchmarks/answers.py; docs/benchmarks.md).
-MIN_COVERAGE = 0.35
+MIN_COVERAGE = 0.25
 #: Score factor of a candidate that reads as a command or code (a ``curl`` line, a shell
 #: prompt, a JSON body) when the question does not ask for one: a docs page's example request
 #: can hold the very words of a question and still answer nothing.
