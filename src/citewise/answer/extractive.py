@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterator, Sequence
 
 from citewise.answer.answerer import NOT_FOUND
-from citewise.ingest.chunking import sentences
+from citewise.answer.selection import candidates
 from citewise.retrieve.analysis import tokenize
 from citewise.retrieve.embedding import Embedder
 from citewise.retrieve.language import detect_language
@@ -24,57 +24,11 @@ from citewise.types import Answer, DoneEvent, Event, Evidence, StatusEvent, Toke
 
 RELATIVE_FLOOR = 0.75
 OTHER_FILE_FLOOR = 0.92
-MAX_SENTENCE_CHARS = 600
-CODE_WINDOW = 12  # lines
-
-
-def _table_rows(text: str) -> tuple[list[str], list[str]] | None:
-    """(header cells, row lines) when the chunk is a pipe table with a header line."""
-    lines = [ln for ln in text.split("\n") if ln.strip()]
-    if len(lines) < 2 or " | " not in lines[0]:
-        return None
-    rows = [ln for ln in lines[1:] if " | " in ln and not set(ln) <= set("|-: ")]
-    return ([c.strip() for c in lines[0].split("|")], rows) if rows else None
-
-
-def _code_windows(text: str, size: int = CODE_WINDOW) -> list[str]:
-    """A short symbol whole, a long one as overlapping windows of ``size`` lines."""
-    lines = text.strip("\n").split("\n")
-    if len(lines) <= 2 * size:
-        return ["\n".join(lines)]
-    step = size // 2
-    return ["\n".join(lines[i : i + size]) for i in range(0, len(lines) - step, step)]
 
 
 def _candidates(evidence: Evidence) -> list[str]:
-    text = evidence.chunk.text
-    doc = evidence.hit.document
-    if evidence.chunk.symbol or (doc is not None and doc.format == "code"):
-        return _code_windows(text)
-    table = _table_rows(text)
-    if table is not None:
-        header, rows = table
-        out = []
-        for row in rows:
-            cells = [c.strip() for c in row.split("|")]
-            if len(cells) == len(header):
-                out.append("; ".join(f"{h}: {c}" for h, c in zip(header, cells, strict=True) if c))
-            else:
-                out.append(row)
-        return out
-    headings = {" ".join(h.split()).casefold() for h in evidence.chunk.section}
-    if doc is not None:
-        headings.add(" ".join(doc.title.split()).casefold())
-    out = []
-    for s in sentences(text):
-        s = " ".join(s.split())
-        if s.casefold() in headings:  # a heading names a topic; it answers nothing
-            continue
-        if len(s) > MAX_SENTENCE_CHARS:
-            s = s[:MAX_SENTENCE_CHARS].rsplit(" ", 1)[0] + " …"
-        if any(ch.isalnum() for ch in s):
-            out.append(s)
-    return out
+    """The answer candidates' texts (:func:`citewise.answer.selection.candidates`)."""
+    return [c.text for c in candidates(evidence, 0)]
 
 
 def _quote(sentence: str, evidence: Evidence) -> str:
