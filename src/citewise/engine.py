@@ -18,7 +18,13 @@ from citewise.answer.answerer import NO_DOCUMENTS, NOT_FOUND, to_evidence
 from citewise.answer.extractive import ExtractiveAnswerer, idf_table, quote_stream
 from citewise.answer.llm import LLMAnswerer
 from citewise.answer.providers import PRESETS, ChatProvider, open_provider
-from citewise.answer.selection import answerable, rank_candidates, sentence_evidence
+from citewise.answer.selection import (
+    answerable,
+    name_terms,
+    rank_candidates,
+    sentence_evidence,
+    unknown_names,
+)
 from citewise.config import SearchMode, Settings
 from citewise.errors import (
     AnalyzerMismatchError,
@@ -261,7 +267,10 @@ class Engine:
         passage and file counts, then status and token events, then one DoneEvent; no hits:
         the DoneEvent alone). Raises QueryError for a blank question. ``filters`` are the
         search's: a not-found reply names only unreadable files of its ``collections``. With
-        ``evidence='sentences'`` the sentences of the hits are ranked (:mod:`citewise.answer.selection`); when none answers the question
+        ``abstain`` on, a question naming something no indexed document mentions
+        (:func:`~citewise.answer.selection.unknown_names`) gets the not-found reply, naming
+        it, without a model call. With ``evidence='sentences'`` the sentences of the hits are
+        ranked (:mod:`citewise.answer.selection`); when none answers the question
         (``abstain``) the not-found reply is given without a model call, otherwise the best
         ones, at most ``top_k`` passages (default ``settings.top_k``), are the evidence."""
         question = clean_query(question, self.settings.max_query_chars)
@@ -279,6 +288,15 @@ class Engine:
             doc_id: self.retriever.document_term_weights(doc_id, question)
             for doc_id in dict.fromkeys(ev.citation.document_id for ev in evidence)
         }
+        if s.abstain:
+            _, name_df = self.store.term_document_frequencies(name_terms(question))
+            missing = unknown_names(question, name_df)
+            if missing:  # a thing no document names: no sentence can answer for it
+                yield DoneEvent(Answer(
+                    question, self._not_found(f"{NOT_FOUND[:-1]}: no document mentions "
+                                              f"{_either(missing)}.", filters),
+                    (), False, "none", metrics=result.timings_ms))
+                return
         scores: list[float] = []
         if s.evidence == "sentences":
             t0 = time.perf_counter()
@@ -418,6 +436,12 @@ class Engine:
             "index_path": info.location,
             "unfinished": self.store.unfinished(),
         }
+
+
+def _either(names: Sequence[str]) -> str:
+    """'"A"', '"A" or "B"', '"A", "B" or "C"'."""
+    quoted = [f'"{n}"' for n in names]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
 
 
 def _count(n: int, noun: str) -> str:

@@ -14,6 +14,7 @@ from citewise.answer.llm import LeadingExampleFilter
 from citewise.answer.local import BUNDLED, assemble, resolve_model_file, verify_gguf
 from citewise.answer.prompts import SYSTEM_PROMPT, build_messages
 from citewise.answer.providers import PRESETS, OpenAICompatible, open_provider
+from citewise.answer.selection import names
 from citewise.config import Settings
 from citewise.errors import ConfigError, ModelError
 from citewise.types import DoneEvent, StatusEvent, TokenEvent
@@ -398,3 +399,36 @@ def test_a_held_sentence_is_quoted_with_its_own_line(make_engine, tmp_path) -> N
     _, _, answer = _run(engine, "How often should I descale the kettle?")
     assert answer.text == "Descale the kettle every four weeks with citric acid. [1]"
     assert answer.citations[0].line_start == answer.citations[0].line_end == 7
+
+
+@pytest.mark.parametrize(("question", "found"), [
+    ("Can I log in to the web UI with SAML single sign-on through Okta?",
+     ["UI", "SAML", "Okta"]),
+    ("Is there a connector for Confluence or SharePoint?", ["Confluence", "SharePoint"]),
+    ("Is there an app for iPhone or Android?", ["iPhone", "Android"]),
+    ("Сколько очков уступила защита Пэнтерс?", ["Пэнтерс"]),
+    # a quoted value, identifiers and the first word of a sentence are no names
+    ("A group has auto_envvar_prefix='MYAPP'. Which prefix do its commands get?", []),
+    ("Which variables does click.edit read? Does CliRunner.invoke raise?", []),
+    ("Docker: is there an image?", []),
+])
+def test_names_are_the_capitalised_words_a_question_asks_about(question, found) -> None:
+    assert names(question) == found
+
+
+def test_a_question_naming_what_no_document_mentions_is_declined_naming_it(
+        make_engine, broken_server) -> None:
+    """A near miss whose other words the docs hold ("log in", "web UI", "single") is
+    declined without a model call when it names things no document mentions, and the reply
+    names them; a question naming what the documents do hold still reaches the model."""
+    broken_server.mode = "unsupported"
+    engine = make_engine(llm_provider="openai-compatible", llm_base_url=broken_server.url,
+                         llm_model="broken")
+    engine.ingest([DOCS / "web.md", DOCS / "api.md", DOCS / "install.md"])
+    question = "Can I log in to the citewise web UI with SAML single sign-on through Okta?"
+    _, _, answer = _run(engine, question)
+    assert broken_server.requests == 0
+    assert not answer.found and answer.mode == "none" and answer.citations == ()
+    assert answer.text.endswith('no document mentions "SAML" or "Okta".')
+    _, _, answer = _run(engine, "Does the web page of citewise work in Chromium?")
+    assert broken_server.requests > 0 and answer.mode == "extractive"

@@ -17,6 +17,11 @@ from tests.conftest import DATASETS
     ("How long is the warranty on the Model K2 kettle?",
      "How long is the warranty on the Model K2 kettle?"),
     ("Acme; why?", "Acme; why?"),  # a one-term tail is no question of its own
+    # a tail without two content terms asks about the sentence before it
+    ('An old file fails with "encoding could not be detected". What should I do?',
+     'An old file fails with "encoding could not be detected". What should I do?'),
+    ("The answer says the documents do not say. What can I try?",
+     "The answer says the documents do not say. What can I try?"),
     ("合同适用哪国法律？", "合同适用哪国法律？"),
 ])
 def test_question_clause(query: str, clause: str) -> None:

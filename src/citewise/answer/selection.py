@@ -27,13 +27,13 @@ word on a CPU).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from citewise.ingest.chunking import SOURCE_WINDOW, sentences
-from citewise.retrieve.analysis import tokenize
+from citewise.retrieve.analysis import content_terms, tokenize
 from citewise.retrieve.embedding import Embedder
 from citewise.retrieve.language import detect_language
 from citewise.retrieve.retriever import question_clause
@@ -54,13 +54,6 @@ _ASKS_FOR_CODE = re.compile(
 _COMMAND_START = re.compile(
     r"^\s*(?:\$\s|>>>|curl\s|pip\s|python3?\s|export\s|cd\s|git\s|docker\s|npm\s|"
     r"[\w.-]+\s+(?:--?\w|\\$))")
-#: Interrogatives and auxiliaries (English, Russian, Kazakh), as analysed: they ask, they
-#: are not asked about, and a small collection may hold none of them.
-QUESTION_WORDS = frozenset(tokenize(
-    "what when where which who whom whose why how do does did can could should would will "
-    "shall may might must is are was were be been has have had i my me you your please until "
-    "что когда где какой какая какое какие кто почему зачем как ли можно чем сколько "
-    "не қашан қайда қандай кім неге қалай ма ме ба бе па пе қанша қай"))
 _WORD = re.compile(r"\w*[^\W\d_]\w*")
 _CODE_CHARS = set("{}[]()<>=$|\\/\"'`;")
 
@@ -185,6 +178,9 @@ def _in_context(c: Candidate, evidence: Sequence[Evidence]) -> str:
 
 
 CONTEXT = True
+#: A question term found only in the candidate's section heading counts this much of a
+#: term in its text toward ``coverage``.
+HEADING_WEIGHT = 0.5
 
 
 def rank_candidates(question: str, evidence: Sequence[Evidence], embedder: Embedder, *,
@@ -202,7 +198,7 @@ def rank_candidates(question: str, evidence: Sequence[Evidence], embedder: Embed
     """
     language = detect_language(question)
     focus = question_clause(question)
-    terms = [t for t in dict.fromkeys(tokenize(focus, language)) if t not in QUESTION_WORDS]
+    terms = content_terms(focus, language)
     pool = [c for i, ev in enumerate(evidence) for c in candidates(ev, i)]
     if not pool:
         return []
@@ -215,10 +211,13 @@ def rank_candidates(question: str, evidence: Sequence[Evidence], embedder: Embed
     for c in pool:
         have = set(tokenize(c.text, language))
         w = weights[c.index]
-        coverage.append(sum(v for t, v in w.items() if t in have) / (sum(w.values()) or 1.0))
         section = evidence[c.index].chunk.section
-        if section:  # "Streaming (server-sent events)" above a sentence says what it is about
-            have |= set(tokenize(section[-1], language))
+        heading = set(tokenize(section[-1], language)) - have if section else set()
+        coverage.append((sum(v for t, v in w.items() if t in have)
+                         + HEADING_WEIGHT * sum(v for t, v in w.items() if t in heading))
+                        / (sum(w.values()) or 1.0))
+        # "Streaming (server-sent events)" above a sentence says what it is about
+        have |= heading
         answer_coverage.append(sum(v for t, v in collection.items() if t in have)
                                / (sum(collection.values()) or 1.0))
     lexical = [0.4 * cov + 0.05 / (c.index + 1) for c, cov in zip(pool, coverage, strict=True)]
@@ -239,6 +238,49 @@ def rank_candidates(question: str, evidence: Sequence[Evidence], embedder: Embed
     return scored
 
 
+_NAME = re.compile(r"(?<![\w.'`\"/-])([^\W\d_]{2,})(?![\w'`\"/-]|\.\w)")
+_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"|`[^`]*`|«[^»]*»|“[^”]*”")
+_SENTENCE_START = re.compile(r"(?:^|[.!?;:]\s+|\n)\W*$")
+
+
+def names(question: str) -> list[str]:
+    """The words of ``question`` that read as names: with a capital after their first letter
+    (``SAML``, ``SharePoint``, ``iPhone``), or capitalised and not the first word of a
+    sentence (``Okta``, ``Docker``). Words inside quotes (a value the user supplies, such as
+    ``'MYAPP'``), parts of identifiers (``click.edit``, ``auto_envvar_prefix``) and words of
+    fewer than 3 letters other than acronyms are left out. Latin and Cyrillic alike."""
+    masked = _QUOTED.sub(lambda m: " " * len(m.group()), question)
+    out = []
+    for m in _NAME.finditer(masked):
+        word = m.group(1)
+        inner_capital = any(ch.isupper() for ch in word[1:])
+        if (inner_capital and (len(word) >= 3 or word.isupper())) or (
+                word[0].isupper() and len(word) >= 3
+                and not _SENTENCE_START.search(masked[:m.start()])):
+            out.append(word)
+    return list(dict.fromkeys(out))
+
+
+def unknown_names(question: str, df: Mapping[str, int]) -> list[str]:
+    """The :func:`names` of ``question`` that no indexed document holds: ``df`` maps an
+    analysed term to its document frequency in the collection (a term missing counts as 0);
+    a name is looked up by its whole analysed form (``SharePoint`` -> ``sharepoint``). A
+    question about a thing the documents never name cannot be answered from them: the
+    engine declines it without a model call and says which names are missing."""
+    out = []
+    for name in names(question):
+        terms = tokenize(name)
+        if terms and df.get(terms[-1], 0) == 0:
+            out.append(name)
+    return out
+
+
+def name_terms(question: str) -> list[str]:
+    """The whole analysed forms of the :func:`names` of ``question`` (the terms
+    :func:`unknown_names` looks up)."""
+    return [t[-1] for t in (tokenize(n) for n in names(question)) if t]
+
+
 def answerable(ranked: Sequence[Scored], question: str = "", *,
                min_coverage: float = MIN_COVERAGE) -> bool:
     """Whether the best candidates may answer the question: some candidate among the best
@@ -252,7 +294,7 @@ def answerable(ranked: Sequence[Scored], question: str = "", *,
     if not ranked:
         return False
     best = max(s.answer_coverage for s in ranked[:3])
-    if question and len(set(tokenize(question_clause(question))) - QUESTION_WORDS) <= 2:
+    if question and len(content_terms(question_clause(question))) <= 2:
         return best > 0
     return best >= min_coverage
 

@@ -135,3 +135,18 @@ def analyze(text: str, language: str | None = None) -> str:
     """Tokens joined by single spaces: the form stored in the FTS5 index (``language`` as in
     :func:`tokenize`)."""
     return " ".join(tokenize(text, language))
+
+
+#: Interrogatives and auxiliaries (English, Russian, Kazakh), as analysed: they ask, they
+#: are not asked about, and a small collection may hold none of them.
+QUESTION_WORDS = frozenset(tokenize(
+    "what when where which who whom whose why how do does did can could should would will "
+    "shall may might must is are was were be been has have had i my me you your please until "
+    "что когда где какой какая какое какие кто почему зачем как ли можно чем сколько "
+    "не қашан қайда қандай кім неге қалай ма ме ба бе па пе қанша қай"))
+
+
+def content_terms(text: str, language: str | None = None) -> list[str]:
+    """The analysed terms of ``text`` (:func:`tokenize`) without :data:`QUESTION_WORDS`,
+    first occurrences in order: what a question asks about."""
+    return [t for t in dict.fromkeys(tokenize(text, language)) if t not in QUESTION_WORDS]

@@ -39,7 +39,7 @@ import numpy as np
 
 from citewise.config import SearchMode, Settings
 from citewise.errors import QueryError
-from citewise.retrieve.analysis import tokenize
+from citewise.retrieve.analysis import content_terms, tokenize
 from citewise.retrieve.embedding import Embedder
 from citewise.retrieve.fusion import fuse
 from citewise.retrieve.language import UNDETERMINED, detect_language
@@ -125,14 +125,16 @@ _CLAUSE_END = re.compile(r"[;:.!?](?=\s)|[；：。！？]")
 
 def question_clause(query: str) -> str:
     """The clause that asks: the text after the last ``;``, ``:`` or sentence end before the
-    question's end, when it holds at least two terms ("Consider the supply agreement between
-    A and B; what is the governing law?" -> "what is the governing law?"); else ``query``."""
+    question's end, when it holds at least two content terms (:func:`content_terms`:
+    "Consider the supply agreement between A and B; what is the governing law?" -> "what is
+    the governing law?"); else ``query`` (a tail such as "What should I do?" or "What can I
+    try?" asks about the sentences before it)."""
     body = query.rstrip()
     cuts = [m.end() for m in _CLAUSE_END.finditer(body[:-1])]
     if not cuts:
         return query
     tail = body[cuts[-1]:].strip()
-    return tail if len(tokenize(tail)) >= 2 else query
+    return tail if len(content_terms(tail)) >= 2 else query
 
 
 class _Clock:
