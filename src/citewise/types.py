@@ -40,6 +40,9 @@ class Block:
     header: str | None = None
     symbol: str | None = None
     level: int = 0
+    #: ``(offset, page)`` for each page after the first that a block spanning pages reaches
+    #: (offsets into the document text), e.g. a table rejoined across a page break
+    page_starts: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,14 @@ class Document:
     #: collection (``CITEWISE_API_KEYS``) and searches filter on it before ranking
     collection: str = "default"
 
+    def page_label(self, page: int | None) -> str | None:
+        """The printed label of 1-based physical ``page`` (a PDF's /PageLabels, such as "iii"
+        or "3", in ``metadata["page_labels"]``); None when the file has none for it."""
+        labels = self.metadata.get("page_labels") if self.metadata else None
+        if page is None or not labels or not 1 <= page <= len(labels):
+            return None
+        return str(labels[page - 1]) or None
+
 
 @dataclass(frozen=True)
 class Chunk:
@@ -91,6 +102,10 @@ class Chunk:
     ``text`` is what is embedded and searched (a table chunk starts with its header row);
     ``source_text`` is the whole original paragraph(s) it came from, for the source viewer.
     ``char_start``/``char_end`` locate ``source_text``'s cited part in the document text.
+    ``page``/``page_end`` are the first and last page the chunk touches; ``page_starts`` holds
+    ``(char_offset, page)`` for each page the chunk touches, in order (the document offset where
+    the chunk's text on that page begins), so a cited part is given the page it is on
+    (:meth:`page_at`), not the chunk's first page.
     """
 
     id: str
@@ -111,6 +126,17 @@ class Chunk:
     #: ISO 639-1 code of the chunk's detected language (``"und"`` when undetermined, ``""``
     #: when not recorded), see :func:`citewise.retrieve.language.detect_language`.
     language: str = ""
+    page_starts: tuple[tuple[int, int], ...] = ()
+
+    def page_at(self, offset: int) -> int | None:
+        """The page holding document character ``offset`` (within the chunk): the last page
+        starting at or before it; the chunk's first page when pages were not recorded."""
+        page = self.page
+        for start, number in self.page_starts:
+            if start > offset:
+                break
+            page = number
+        return page
 
 
 HitSource = Literal["dense", "sparse", "hybrid"]
@@ -160,18 +186,30 @@ class Citation:
     score: float
     symbol: str | None = None
     format: str = ""
+    #: the page as the file prints it (PDF /PageLabels: "iii", "3"), None without labels
+    page_label: str | None = None
+
+    @property
+    def page_text(self) -> str | None:
+        """``p. 3 (PDF page 5)`` when the printed label differs from the 1-based physical
+        page, else ``p. 5``; None without a page."""
+        if self.page is None:
+            return None
+        if self.page_label and self.page_label != str(self.page):
+            return f"p. {self.page_label} (PDF page {self.page})"
+        return f"p. {self.page}"
 
     @property
     def location(self) -> str:
-        """For display: ``path``, then ``p. N`` or ``lines A-B``, the symbol and the section
-        path, joined by ", "; source code reads ``path:A-B, symbol`` (as editors and
-        compilers print locations)."""
+        """For display: ``path``, then the page (:attr:`page_text`) or ``lines A-B``, the
+        symbol and the section path, joined by ", "; source code reads ``path:A-B, symbol``
+        (as editors and compilers print locations)."""
         if self.format == "code" and self.line_start is not None:
             head = f"{self.path}:{self.line_start}-{self.line_end or self.line_start}"
             return ", ".join(p for p in (head, self.symbol, " > ".join(self.section)) if p)
         parts = [self.path]
-        if self.page is not None:
-            parts.append(f"p. {self.page}")
+        if self.page_text is not None:
+            parts.append(self.page_text)
         elif self.line_start is not None:
             parts.append(f"lines {self.line_start}-{self.line_end or self.line_start}")
         if self.symbol:

@@ -320,8 +320,10 @@ def _narrow(ev: Evidence, start: int, end: int, n: int, shown: str | None = None
                 line_start, line_end = first, last
     new_chunk = replace(chunk, text=shown or part, char_start=char_start, char_end=char_end,
                         line_start=line_start, line_end=line_end)
+    page = chunk.page_at(char_start)  # the page holding the part, not the chunk's first (C30)
+    label = ev.hit.document.page_label(page) if ev.hit.document is not None else None
     citation = replace(ev.citation, n=n, char_start=char_start, char_end=char_end,
-                       line_start=line_start, line_end=line_end,
+                       line_start=line_start, line_end=line_end, page=page, page_label=label,
                        score=ev.citation.score if score is None else score)
     return Evidence(citation=citation, hit=replace(ev.hit, chunk=new_chunk))
 

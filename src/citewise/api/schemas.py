@@ -69,6 +69,8 @@ class SourcePublic(BaseModel):
     char_end: int
     score: float
     symbol: str | None = None
+    page_label: str | None = Field(None, description="The page as the file prints it (PDF "
+                                   "page labels such as 'iii' or '3'); page is the physical one.")
     location: str
 
 

@@ -288,6 +288,27 @@ def _starts_new_chunk(current: list[_Unit], unit: _Unit) -> bool:
     return block.section != last.section and last.kind is not BlockKind.HEADING
 
 
+def _page_starts(units: list[_Unit]) -> list[tuple[int, int]]:
+    """``(offset, page)`` where each page of the units begins (a block that itself spans
+    pages, such as a table row rejoined across a page break, has its own ``page_starts``)."""
+    out: list[tuple[int, int]] = []
+    for u in units:
+        block = u.block
+        if block.page is None:
+            continue
+        page = block.page
+        inner = []
+        for start, number in block.page_starts:
+            if start <= u.start:
+                page = number
+            elif start < u.end:
+                inner.append((start, number))
+        for entry in [(u.start, page), *inner]:
+            if not out or out[-1][1] != entry[1]:
+                out.append(entry)
+    return out
+
+
 def _source_text(doc_text: str, units: list[_Unit]) -> str:
     start, end = units[0].block.start, units[-1].block.end
     if end - start > 2 * SOURCE_WINDOW + (units[-1].end - units[0].start):
@@ -330,7 +351,7 @@ def chunk_document(
         content = next((u for u in units if u.block.kind is not BlockKind.HEADING), units[0])
         heading = units[0].block if units[0].block.kind is BlockKind.HEADING else None
         section = content.block.section or (heading.section if heading else ())
-        pages = [u.block.page for u in units if u.block.page is not None]
+        page_starts = _page_starts(units)
         lines = [u.block for u in units if u.block.line_start is not None]
         symbols = {u.block.symbol for u in units if u.block.symbol}
         digest = hashlib.sha256(f"{document_id}\x00{ordinal}\x00{text}".encode()).hexdigest()
@@ -344,12 +365,13 @@ def chunk_document(
                 char_start=units[0].start,
                 char_end=units[-1].end,
                 section=tuple(section),
-                page=pages[0] if pages else None,
-                page_end=pages[-1] if pages else None,
+                page=page_starts[0][1] if page_starts else None,
+                page_end=max(n for _, n in page_starts) if page_starts else None,
                 line_start=min(b.line_start for b in lines) if lines else None,  # type: ignore[type-var]
                 line_end=max((b.line_end or b.line_start) for b in lines) if lines else None,  # type: ignore[type-var]
                 symbol=symbols.pop() if len(symbols) == 1 else None,
                 token_count=sum(u.tokens for u in units) + len(units) - 1,
+                page_starts=tuple(page_starts) if len(page_starts) > 1 else (),
             )
         )
     return chunks

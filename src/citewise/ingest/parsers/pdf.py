@@ -119,9 +119,12 @@ def _parse_locked(path: Path, data: bytes) -> ParsedDocument:
             warnings.append(f"{_pages(hidden_pages)}: hidden text (invisible, white or tiny) "
                             "was dropped")
         title = _metadata_title(pdf) or first_heading or path.stem
+        labels = _page_labels(pdf, n_pages)
     finally:
         pdf.close()
-    return builder.build("pdf", title=title, pages=n_pages, warnings=tuple(warnings))
+    metadata = {"page_labels": labels} if labels else {}
+    return builder.build("pdf", title=title, pages=n_pages, warnings=tuple(warnings),
+                         metadata=metadata)
 
 
 def _add_item(builder: TextBuilder, item: Item, page: int,
@@ -152,6 +155,20 @@ def _pages(numbers: list[int]) -> str:
             runs.append([n, n])
     text = ", ".join(f"{a}-{b}" if b > a else str(a) for a, b in runs)
     return f"page {text}" if len(numbers) == 1 else f"pages {text}"
+
+
+def _page_labels(pdf: Any, n_pages: int) -> list[str]:
+    """The printed label of every page from the PDF's /PageLabels ("i", "ii", "1", ...), as a
+    viewer shows them; ``[]`` when the file has none or they equal the physical numbers."""
+    import pypdfium2 as pdfium
+
+    try:
+        labels = [clean_text(pdf.get_page_label(i)).strip() for i in range(n_pages)]
+    except (pdfium.PdfiumError, ValueError, UnicodeError):
+        return []
+    if not any(labels) or all(label in ("", str(i + 1)) for i, label in enumerate(labels)):
+        return []
+    return labels
 
 
 def _metadata_title(pdf: Any) -> str:
