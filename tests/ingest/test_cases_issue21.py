@@ -68,3 +68,84 @@ def test_c30_citation_names_the_page_of_the_sentence_as_printed(engine) -> None:
     assert citation.page == 5  # 1-based physical page, never the chunk's start page 4
     assert citation.page_label == "3"
     assert "p. 3 (PDF page 5)" in citation.location
+
+
+# --- N06: DOCX automatic numbering carries its rendered numbers ------------------------------
+
+N06 = "n06_docx_numbering/supply_agreement.docx"
+
+
+def test_n06_docx_clauses_carry_their_rendered_numbers() -> None:
+    doc = parse(N06)
+    text = doc.text
+    assert "4.2 The Supplier shall give 60 days' written notice of any price change." in text
+    assert "9.1 Either party may terminate for convenience with 90 days' written notice." in text
+    assert "10.2 Courts of Hamburg have exclusive jurisdiction." in text
+    assert "11.1 Notices must be sent by e-mail" in text  # typed by hand, kept as typed
+    assert "- The Supplier" not in text  # no bullet in place of the number
+    # a numbered clause title with sub-clauses is a heading: citations name the clause
+    prices = next(b for b in doc.blocks if "4.2 The Supplier" in b.text)
+    assert prices.section[-1] == "4. Prices"
+    assert [b.text for b in doc.blocks if b.kind.value == "heading"][1:4] == [
+        "1. Definitions", "2. Orders", "3. Delivery"]
+
+
+def test_n06_bm25_finds_clause_4_2_and_the_citation_names_it(engine) -> None:
+    engine.ingest([CASES / N06])
+    hits = engine.search("4.2", mode="sparse").hits
+    assert hits and "4.2 The Supplier" in hits[0].chunk.text
+    answer = engine.ask("What does clause 4.2 say?")
+    assert "60 days' written notice" in answer.text
+    citation = cited(answer, "60 days")
+    assert "4. Prices" in citation.location
+    answer = engine.ask("Which clause allows termination for convenience, and with what notice?")
+    assert "9.1" in answer.text and "90 days" in answer.text
+    answer = engine.ask("What is in clause 11.1?")
+    assert "legal@kestrel.example" in answer.text
+
+
+def _numbering(xml: str):
+    from docx.oxml import parse_xml
+
+    from citewise.ingest.parsers._docx_numbering import Numbering
+
+    w = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
+    return Numbering(parse_xml(f"<w:numbering {w}>{xml}</w:numbering>"), {}), w
+
+
+def _p(w: str, num_id: str, ilvl: int):
+    from docx.oxml import parse_xml
+
+    return parse_xml(f'<w:p {w}><w:pPr><w:numPr><w:ilvl w:val="{ilvl}"/>'
+                     f'<w:numId w:val="{num_id}"/></w:numPr></w:pPr></w:p>')
+
+
+_LEVELS = (
+    '<w:abstractNum w:abstractNumId="1">'
+    '<w:lvl w:ilvl="0"><w:start w:val="1"/><w:numFmt w:val="upperRoman"/>'
+    '<w:lvlText w:val="%1."/></w:lvl>'
+    '<w:lvl w:ilvl="1"><w:start w:val="1"/><w:numFmt w:val="lowerLetter"/>'
+    '<w:lvlText w:val="(%2)"/></w:lvl>'
+    '<w:lvl w:ilvl="2"><w:start w:val="1"/><w:numFmt w:val="decimal"/><w:isLgl/>'
+    '<w:lvlText w:val="%1.%2.%3"/></w:lvl>'
+    '</w:abstractNum>'
+    '<w:abstractNum w:abstractNumId="2"><w:lvl w:ilvl="0"><w:numFmt w:val="bullet"/>'
+    '<w:lvlText w:val="•"/></w:lvl></w:abstractNum>'
+    '<w:num w:numId="5"><w:abstractNumId w:val="1"/></w:num>'
+    '<w:num w:numId="6"><w:abstractNumId w:val="1"/></w:num>'
+    '<w:num w:numId="7"><w:abstractNumId w:val="1"/>'
+    '<w:lvlOverride w:ilvl="0"><w:startOverride w:val="1"/></w:lvlOverride></w:num>'
+    '<w:num w:numId="8"><w:abstractNumId w:val="2"/></w:num>'
+)
+
+
+def test_n06_word_numbering_levels_restarts_and_formats() -> None:
+    numbering, w = _numbering(_LEVELS)
+    seq = [("5", 0), ("5", 1), ("5", 1), ("5", 2), ("5", 0), ("5", 1), ("5", 2),
+           ("6", 0),  # another instance of the same list continues it
+           ("7", 0), ("7", 1),  # an instance with a start override restarts it
+           ("8", 0), ("0", 0)]  # a bullet; numId 0 is no numbering
+    labels = [numbering.label(_p(w, n, lvl), None) for n, lvl in seq]
+    assert [lb.number if lb else None for lb in labels] == [
+        "I.", "(a)", "(b)", "1.2.1", "II.", "(a)", "2.1.1", "III.", "I.", "(a)", "", None]
+    assert labels[-2].bullet and not labels[0].bullet

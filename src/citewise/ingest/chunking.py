@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import regex
 
@@ -258,6 +258,36 @@ def _split_lines(block: Block, max_tokens: int, count: TokenCounter) -> Iterator
         yield _Unit(block, "\n".join(buf), buf_start, min(block.end, offset - 1), tokens)
 
 
+def _split_list(block: Block, doc_text: str, max_tokens: int, overlap: int,
+                count: TokenCounter) -> Iterator[_Unit]:
+    """A long list: whole items (lines, each starting with its marker or number: "4.2 The
+    Supplier ...") packed up to the limit, so every item keeps its own line and number; an
+    item longer than the limit is split like prose."""
+    offset = block.start
+    buf: list[str] = []
+    buf_start, tokens = offset, 0
+    for line in block.text.split("\n"):
+        n = count(line) + 1
+        if n > max_tokens:
+            if buf:
+                yield _Unit(block, "\n".join(buf), buf_start, offset - 1, tokens)
+                buf, tokens = [], 0
+            item = replace(block, text=line, start=offset, end=offset + len(line))
+            for unit in _split_prose(item, doc_text, max_tokens, overlap, count):
+                yield replace(unit, block=block)
+            offset += len(line) + 1
+            buf_start = offset
+            continue
+        if buf and tokens + n > max_tokens:
+            yield _Unit(block, "\n".join(buf), buf_start, offset - 1, tokens)
+            buf, buf_start, tokens = [], offset, 0
+        buf.append(line)
+        tokens += n
+        offset += len(line) + 1
+    if buf:
+        yield _Unit(block, "\n".join(buf), buf_start, min(block.end, offset - 1), tokens)
+
+
 def _units(parsed: ParsedDocument, max_tokens: int, overlap: int,
            count: TokenCounter) -> Iterator[_Unit]:
     for block in parsed.blocks:
@@ -268,6 +298,8 @@ def _units(parsed: ParsedDocument, max_tokens: int, overlap: int,
             yield _Unit(block, block.text, block.start, block.end, tokens)
         elif block.kind is BlockKind.CODE or block.kind is BlockKind.TABLE:
             yield from _split_lines(block, max_tokens, count)
+        elif block.kind is BlockKind.LIST:
+            yield from _split_list(block, parsed.text, max_tokens, overlap, count)
         else:
             yield from _split_prose(block, parsed.text, max_tokens, overlap, count)
 
