@@ -188,16 +188,25 @@ class Citation:
     format: str = ""
     #: the page as the file prints it (PDF /PageLabels: "iii", "3"), None without labels
     page_label: str | None = None
+    #: the last page of a cited part that runs over a page break (None: only ``page``)
+    page_end: int | None = None
+    page_end_label: str | None = None
 
     @property
     def page_text(self) -> str | None:
-        """``p. 3 (PDF page 5)`` when the printed label differs from the 1-based physical
-        page, else ``p. 5``; None without a page."""
+        """``p. 5``, or ``p. 3 (PDF page 5)`` when the printed label differs from the 1-based
+        physical page; ``pp. 1-2`` (``pp. 2-3 (PDF pages 4-5)``) for a part over a page
+        break; None without a page."""
         if self.page is None:
             return None
-        if self.page_label and self.page_label != str(self.page):
-            return f"p. {self.page_label} (PDF page {self.page})"
-        return f"p. {self.page}"
+        end = self.page_end if self.page_end is not None and self.page_end > self.page else None
+        label = self.page_label if self.page_label and self.page_label != str(self.page) else None
+        if end is None:
+            return f"p. {label} (PDF page {self.page})" if label else f"p. {self.page}"
+        if label or (self.page_end_label and self.page_end_label != str(end)):
+            shown = f"{self.page_label or self.page}-{self.page_end_label or end}"
+            return f"pp. {shown} (PDF pages {self.page}-{end})"
+        return f"pp. {self.page}-{end}"
 
     @property
     def location(self) -> str:

@@ -149,3 +149,53 @@ def test_n06_word_numbering_levels_restarts_and_formats() -> None:
     assert [lb.number if lb else None for lb in labels] == [
         "I.", "(a)", "(b)", "1.2.1", "II.", "(a)", "2.1.1", "III.", "I.", "(a)", "", None]
     assert labels[-2].bullet and not labels[0].bullet
+
+
+# --- N11: a table row broken by a page break is rejoined -------------------------------------
+
+N11 = "r3_table_page_break/release_matrix.pdf"
+F044 = "Archive outbound e-mails to the compliance mailbox with a blind copy (F-044) | No"
+
+
+def test_n11_row_broken_by_the_page_break_is_one_row_of_one_table() -> None:
+    doc = parse(N11)
+    tables = [b for b in doc.blocks if b.kind.value == "table"]
+    assert len(tables) == 1  # the part on page 2 continues the table, its header kept
+    table = tables[0]
+    assert table.header == "Feature | Enabled by default"
+    rows = table.text.split("\n")
+    assert F044 in rows
+    assert rows[-1] == "Feature F-045 routine toggle | Yes"
+    assert (table.page, [p for _, p in table.page_starts]) == (1, [2])
+    assert doc.text[table.page_starts[0][0]:].startswith("mailbox with a blind copy")
+
+
+def test_n11_answer_reads_the_whole_row_and_cites_both_pages(engine, embedder) -> None:
+    doc = parse(N11)
+    chunks = chunk_document("d", doc, embedder.count_tokens, 120, 10)
+    row_chunk = next(c for c in chunks if F044 in c.text)
+    assert row_chunk.text.startswith("Feature | Enabled by default")  # header repeated
+    engine.ingest([CASES / N11])
+    answer = engine.ask(
+        "Is archiving outbound e-mails to the compliance mailbox enabled by default?")
+    assert "F-044" in answer.text and "No" in answer.text
+    citation = cited(answer, "F-044")
+    assert (citation.page, citation.page_end) == (1, 2)
+    assert "pp. 1-2" in citation.location
+
+
+def test_n11_repeated_header_and_page_number_footer_between_the_parts() -> None:
+    from citewise.ingest.parsers._pdf_layout import Item
+    from citewise.ingest.parsers.pdf import _continue, _Entry
+
+    held = [_Entry(Item("table", "A1 | 1\nA2 | 2", header="Name | Value"), 3),
+            _Entry(Item("paragraph", "- 3 -"), 3)]
+    page = [_Entry(Item("paragraph", "Page 4 of 9"), 4),
+            _Entry(Item("table", "A3 | 3", header="Name | Value"), 4),
+            _Entry(Item("paragraph", "After the table."), 4)]
+    merged = _continue(held, page)
+    assert merged is not None and merged[0].item.text == "A1 | 1\nA2 | 2\nA3 | 3"
+    assert [e.item.text for e in merged[1:]] == ["- 3 -", "Page 4 of 9", "After the table."]
+    assert merged[0].continued == [(len("A1 | 1\nA2 | 2\n"), 4, "A3 | 3")]
+    other = [_Entry(Item("table", "x | y | z", header="P | Q | R"), 4)]
+    assert _continue(held, other) is None  # another table (other columns) starts there

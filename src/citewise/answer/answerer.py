@@ -32,6 +32,7 @@ def to_evidence(hits: Sequence[Hit]) -> list[Evidence]:
                     line_end=chunk.line_end, char_start=chunk.char_start, char_end=chunk.char_end,
                     score=float(hit.relevance if hit.relevance is not None else hit.score),
                     symbol=chunk.symbol, format=doc.format, page_label=doc.page_label(chunk.page),
+                    page_end=chunk.page_end, page_end_label=doc.page_label(chunk.page_end),
                 ),
                 hit=hit,
             )

@@ -71,6 +71,8 @@ class SourcePublic(BaseModel):
     symbol: str | None = None
     page_label: str | None = Field(None, description="The page as the file prints it (PDF "
                                    "page labels such as 'iii' or '3'); page is the physical one.")
+    page_end: int | None = Field(None, description="Last page of a part over a page break.")
+    page_end_label: str | None = None
     location: str
 
 

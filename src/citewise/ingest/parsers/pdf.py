@@ -8,6 +8,11 @@ Dropped, because a reader does not see it (case C27): text drawn in invisible re
 fully transparent text, text smaller than :data:`MIN_FONT_SIZE` points, and white text that
 does not sit on a filled shape or image. A warning names the pages where text was dropped.
 
+A table that runs over a page break (case N11) is one TABLE block: the next page's first
+table with as many columns continues it, a repeated header row is dropped, and a row broken
+by the break (a cell left empty at the bottom of the page) is joined back into one row; the
+block records where each page begins (``Block.page_starts``).
+
 Pages without text (case C01): a page with images (or hundreds of vector paths: text drawn as
 outlines) but fewer than :data:`MIN_LETTERS` letters (a scan, perhaps with a stamp or
 watermark) counts as having no text layer. If no page has
@@ -25,7 +30,9 @@ PDFium is not thread-safe: one lock serialises every call into it in this proces
 from __future__ import annotations
 
 import ctypes
+import re
 import threading
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +98,7 @@ def _parse_locked(path: Path, data: bytes) -> ParsedDocument:
         hidden_pages: list[int] = []
         section: list[tuple[int, str]] = []
         first_heading = ""
+        held: list[_Entry] = []
         for index in range(n_pages):
             page_no = index + 1
             try:
@@ -107,7 +115,17 @@ def _parse_locked(path: Path, data: bytes) -> ParsedDocument:
             for item in items:
                 if item.kind == "heading" and not first_heading:
                     first_heading = " ".join(clean_text(item.text).split())
-                _add_item(builder, item, page_no, section)
+            entries = [_Entry(item, page_no) for item in items]
+            if held:
+                entries = _continue(held, entries) or [*held, *entries]
+            # a table at the end of the page waits: the next page may continue it (N11)
+            last = max((i for i, e in enumerate(entries) if not _furniture(e.item)), default=-1)
+            cut = last if last >= 0 and entries[last].item.kind == "table" else len(entries)
+            for entry in entries[:cut]:
+                _add_item(builder, entry, section)
+            held = entries[cut:]
+        for entry in held:
+            _add_item(builder, entry, section)
         if not builder.blocks:
             if no_text:
                 raise NoTextLayerError(path)
@@ -127,8 +145,72 @@ def _parse_locked(path: Path, data: bytes) -> ParsedDocument:
                          metadata=metadata)
 
 
-def _add_item(builder: TextBuilder, item: Item, page: int,
-              section: list[tuple[int, str]]) -> None:
+@dataclass
+class _Entry:
+    """A reading-order item of ``page``; ``continued`` marks where the text of later pages
+    begins in a table continued across page breaks: ``(offset in item.text, page, text)``."""
+
+    item: Item
+    page: int
+    continued: list[tuple[int, int, str]] = field(default_factory=list)
+
+
+#: a running header or footer that is only a page number ("- 2 -", "Page 3 of 7", "iv")
+_PAGE_NUMBER = re.compile(r"(?i)^[\s\-–—]*(?:page\s+)?(?:\d+|[ivxlcdm]+)"
+                          r"(?:\s*(?:of|/)\s*\d+)?[\s\-–—]*$")
+
+
+def _furniture(item: Item) -> bool:
+    return item.kind == "paragraph" and bool(_PAGE_NUMBER.match(item.text.strip()))
+
+
+def _cells(row: str) -> list[str]:
+    return [c.strip() for c in row.split("|")]
+
+
+def _continue(held: list[_Entry], entries: list[_Entry]) -> list[_Entry] | None:
+    """``held`` (a table ending the previous page, then that page's footer) followed by this
+    page's ``entries``, with the table joined to this page's first table when that one
+    continues it (case N11); None when it does not.
+
+    It continues the table when it is the page's first item (a page-number header aside)
+    and has as many columns. A repeated header row is dropped; a last row with an empty cell
+    (or a first row with an empty first cell: a wrapped label) is one row broken by the page
+    break, and its cells are joined."""
+    table = held[0]
+    k = next((i for i, e in enumerate(entries) if not _furniture(e.item)), len(entries))
+    if k == len(entries) or entries[k].item.kind != "table" or not table.item.text:
+        return None
+    nxt = entries[k]
+    header = _cells(table.item.header or "")
+    rows = [r for r in [nxt.item.header or "", *nxt.item.text.split("\n")] if r.strip()]
+    if len(header) < 2 or not rows or any(len(_cells(r)) != len(header) for r in rows):
+        return None
+    if _cells(rows[0]) == header:  # the header repeated on the new page
+        rows = rows[1:]
+    body = table.item.text.split("\n")
+    continued = list(table.continued)
+    if rows:
+        last, first = _cells(body[-1]), _cells(rows[0])
+        if not all(last) or not first[0]:  # one row broken by the page break
+            joined = [" ".join(x for x in pair if x) for pair in zip(last, first, strict=True)]
+            column = next(i for i, c in enumerate(first) if c)
+            body[-1] = " | ".join(joined)
+            prefix = " | ".join(joined[:column])
+            offset = len("\n".join(body[:-1])) + (1 if len(body) > 1 else 0)
+            offset += len(prefix) + (3 if column else 0) + len(last[column]) + (
+                1 if last[column] else 0)
+            continued.append((offset, nxt.page, first[column]))
+            rows = rows[1:]
+        if rows:
+            continued.append((len("\n".join(body)) + 1, nxt.page, rows[0]))
+    text = "\n".join([*body, *rows])
+    merged = _Entry(Item("table", text, header=table.item.header), table.page, continued)
+    return [merged, *held[1:], *entries[:k], *entries[k + 1:]]
+
+
+def _add_item(builder: TextBuilder, entry: _Entry, section: list[tuple[int, str]]) -> None:
+    item, page = entry.item, entry.page
     text = collapse_blobs(clean_text(item.text))
     if item.kind == "heading":
         level = 1 if item.size >= 1.6 else 2
@@ -138,8 +220,16 @@ def _add_item(builder: TextBuilder, item: Item, page: int,
         builder.add(BlockKind.HEADING, text, page=page, level=level,
                     section=tuple(t for _, t in section))
     elif item.kind == "table" and item.text:
-        builder.add(BlockKind.TABLE, text, page=page, header=clean_text(item.header or ""),
-                    section=tuple(t for _, t in section))
+        block = builder.add(BlockKind.TABLE, text, page=page,
+                            header=clean_text(item.header or ""),
+                            section=tuple(t for _, t in section))
+        if block is not None and entry.continued:
+            starts = []
+            for offset, number, fragment in entry.continued:
+                found = block.text.find(clean_text(fragment).strip(), max(0, offset - 40))
+                if not starts or starts[-1][1] != number:
+                    starts.append((block.start + (found if found >= 0 else offset), number))
+            builder.blocks[-1] = replace(block, page_starts=tuple(starts))
     else:
         builder.add(BlockKind.PARAGRAPH, text or clean_text(item.header or ""), page=page,
                     section=tuple(t for _, t in section))
