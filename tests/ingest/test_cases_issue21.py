@@ -199,3 +199,66 @@ def test_n11_repeated_header_and_page_number_footer_between_the_parts() -> None:
     assert merged[0].continued == [(len("A1 | 1\nA2 | 2\n"), 4, "A3 | 3")]
     other = [_Entry(Item("table", "x | y | z", header="P | Q | R"), 4)]
     assert _continue(held, other) is None  # another table (other columns) starts there
+
+
+# --- C40: the reranker scores long passages by windows and says so ----------------------------
+
+C40 = "c40_rerank/facilities_log.md"
+DOOR = "What is the server room door code?"
+
+
+@pytest.fixture(scope="module")
+def bundled_reranker():
+    from citewise.retrieve.rerank import load_reranker
+
+    return load_reranker("bundled")
+
+
+def test_c40_long_chunk_is_scored_by_windows_and_logged(make_engine, bundled_reranker,
+                                                        caplog) -> None:
+    """Chunk size 480 (the default), so chunks are 200-216 embedder tokens while the shipped
+    reranker reads 192: the fact closing a chunk used to be cut off before scoring."""
+    import logging
+
+    from citewise.retrieve import rerank
+    from citewise.retrieve.rerank import passage_text
+
+    engine = make_engine(reranker_model="bundled")
+    engine.__dict__["reranker"] = bundled_reranker
+    engine.ingest([CASES / C40])
+    doc = engine.store.documents()[0]
+    chunk = next(c for c in engine.store.chunks_of(doc.id) if "7719" in c.text)
+    passage = passage_text(doc.title, chunk.section, chunk.text)
+    tok = bundled_reranker.tokenizer
+    assert len(tok.encode(DOOR, passage).ids) == bundled_reranker.max_length  # it is cut
+    head = passage[:passage.index("The server room door code")]  # what the model used to see
+    getattr(rerank, "_WARNED", set()).discard(bundled_reranker.name)  # warn again
+    with caplog.at_level(logging.WARNING, logger="citewise.retrieve.rerank"):
+        whole, cut_off = bundled_reranker.score(DOOR, [passage, head])
+    assert whole > cut_off + 1.0  # the window holding the fact counts
+    assert any("windows" in r.getMessage() and "192" in r.getMessage() for r in caplog.records)
+    answer = engine.ask(DOOR)
+    assert "7719" in answer.text and "1 March" in answer.text
+
+
+def test_c40_windows_cover_the_whole_passage_and_cut_is_logged(bundled_reranker,
+                                                                caplog) -> None:
+    import logging
+
+    from citewise.retrieve.rerank import MAX_WINDOWS, passage_windows
+
+    text = (CASES / C40).read_text(encoding="utf-8")
+    offsets = bundled_reranker._offsets
+    short, long_ = "Title\nA short passage.", "Log > Notes\n" + text[:3000]
+    texts, owner, cut = passage_windows(10, [short, long_], offsets, 192)
+    assert texts[0] == short and owner[0] == 0 and cut == 0
+    windows = [t for t, o in zip(texts, owner, strict=True) if o == 1]
+    assert len(windows) > 1 and all(w.startswith("Log > Notes\n") for w in windows)
+    assert all(len(offsets(w)) <= 192 - 3 - 10 for w in windows)
+    assert windows[-1].endswith(text[:3000].rstrip()[-20:])  # the end is read
+    texts, owner, cut = passage_windows(10, [text * 2], offsets, 192)
+    assert cut == 1 and len(texts) == MAX_WINDOWS
+    with caplog.at_level(logging.WARNING, logger="citewise.retrieve.rerank"):
+        bundled_reranker.score(DOOR, [text * 2])
+    assert any("truncated" in r.getMessage() for r in caplog.records)
+
