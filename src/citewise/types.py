@@ -162,6 +162,9 @@ class Hit:
     relevance: float | None = None
     chunk: Chunk | None = None
     document: Document | None = None
+    #: other documents holding the same passage (exact or near duplicate, case C19), shown
+    #: as one source with this hit instead of taking result slots of their own
+    duplicates: tuple[Document, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -191,6 +194,8 @@ class Citation:
     #: the last page of a cited part that runs over a page break (None: only ``page``)
     page_end: int | None = None
     page_end_label: str | None = None
+    #: paths of the other files holding the same passage (duplicates collapsed into this one)
+    also_in: tuple[str, ...] = ()
 
     @property
     def page_text(self) -> str | None:
@@ -210,13 +215,15 @@ class Citation:
 
     @property
     def location(self) -> str:
-        """For display: ``path``, then the page (:attr:`page_text`) or ``lines A-B``, the
+        """For display: ``path`` (with the other files holding the same text, if any), then
+        the page (:attr:`page_text`) or ``lines A-B``, the
         symbol and the section path, joined by ", "; source code reads ``path:A-B, symbol``
         (as editors and compilers print locations)."""
         if self.format == "code" and self.line_start is not None:
             head = f"{self.path}:{self.line_start}-{self.line_end or self.line_start}"
             return ", ".join(p for p in (head, self.symbol, " > ".join(self.section)) if p)
-        parts = [self.path]
+        parts = [self.path + (f" (same text in {', '.join(self.also_in)})"
+                              if self.also_in else "")]
         if self.page_text is not None:
             parts.append(self.page_text)
         elif self.line_start is not None:

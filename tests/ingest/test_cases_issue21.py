@@ -262,3 +262,39 @@ def test_c40_windows_cover_the_whole_passage_and_cut_is_logged(bundled_reranker,
         bundled_reranker.score(DOOR, [text * 2])
     assert any("truncated" in r.getMessage() for r in caplog.records)
 
+
+# --- C19: duplicates collapse into one source; differing versions both appear ----------------
+
+LEAVE = "How many days of annual leave do full-time employees get?"
+
+
+def test_c19_duplicates_are_one_source_listing_every_file(engine) -> None:
+    engine.ingest([CASES / "c19_duplicates"])
+    hits = engine.search(LEAVE, top_k=3).hits
+    texts = [h.chunk.text for h in hits]
+    assert len(texts) == len(set(texts))  # no passage twice
+    seven = next(h for h in hits if "27 days" in h.chunk.text)
+    files = {seven.document.path, *(d.path for d in seven.duplicates)}
+    assert files == {"c19_duplicates/leave_policy.pdf", "c19_duplicates/leave_policy (1).pdf",
+                     "c19_duplicates/archive/leave_policy.pdf",
+                     "c19_duplicates/leave_policy.docx"}  # the DOCX: same text, other format
+    assert any("28 days" in t for t in texts)  # the other version is not pushed out
+    answer = engine.ask(LEAVE)
+    assert "27 days" in answer.text and "28 days" in answer.text
+    paths = [c.path for c in answer.citations]
+    assert len(paths) == len(set(paths))  # citations are not repeated
+    seven_cite = cited(answer, "27 days")
+    assert len(seven_cite.also_in) == 3 and "same text in" in seven_cite.location
+    assert cited(answer, "28 days").path == "c19_duplicates/leave_policy_v2.pdf"
+
+
+def test_c19_near_duplicate_rule() -> None:
+    from citewise.retrieve.retriever import near_duplicate, passage_key
+
+    pdf = "Annual leave policy\nFull-time employees receive 27 days of paid annual leave."
+    docx = "Annual leave policy\n\n• Full-time employees receive 27 days of paid\nannual leave"
+    assert passage_key(pdf) == passage_key(docx)
+    assert near_duplicate(passage_key(pdf), passage_key(docx + "\n- 1 -"))  # plus a footer
+    assert not near_duplicate(passage_key(pdf), passage_key(pdf.replace("27", "28")))
+    assert not near_duplicate(passage_key("Annual leave policy"), passage_key(pdf))
+

@@ -33,6 +33,7 @@ def to_evidence(hits: Sequence[Hit]) -> list[Evidence]:
                     score=float(hit.relevance if hit.relevance is not None else hit.score),
                     symbol=chunk.symbol, format=doc.format, page_label=doc.page_label(chunk.page),
                     page_end=chunk.page_end, page_end_label=doc.page_label(chunk.page_end),
+                    also_in=tuple(d.path for d in hit.duplicates),
                 ),
                 hit=hit,
             )

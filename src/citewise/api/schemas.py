@@ -73,6 +73,8 @@ class SourcePublic(BaseModel):
                                    "page labels such as 'iii' or '3'); page is the physical one.")
     page_end: int | None = Field(None, description="Last page of a part over a page break.")
     page_end_label: str | None = None
+    also_in: list[str] = Field(default_factory=list,
+                               description="Other files holding the same passage (duplicates).")
     location: str
 
 
