@@ -298,3 +298,30 @@ def test_c19_near_duplicate_rule() -> None:
     assert not near_duplicate(passage_key(pdf), passage_key(pdf.replace("27", "28")))
     assert not near_duplicate(passage_key("Annual leave policy"), passage_key(pdf))
 
+
+# --- N07: PDF form field values beside their labels -------------------------------------------
+
+N07 = "n07_pdf_form/insurance_application_filled.pdf"
+
+
+def test_n07_form_values_and_checkbox_state_beside_their_labels() -> None:
+    doc = parse(N07)
+    lines = [b.text for b in doc.blocks]
+    for expected in ("Applicant name: Mira Okonkwo-Hale", "Policy number: PN-44817-K",
+                     "Insured address: Tannenweg 14, 8010 Graz", "Sum insured (EUR): 185000",
+                     "Start date: 2026-03-01", "Flood cover requested: yes (checked)"):
+        assert expected in lines
+    assert all(b.page == 1 for b in doc.blocks)
+    assert not doc.warnings
+
+
+def test_n07_questions_about_form_values_are_answered_from_page_1(engine) -> None:
+    engine.ingest([CASES / N07])
+    answer = engine.ask("What is the policy number on the household insurance application?")
+    assert "PN-44817-K" in answer.text and cited(answer, "PN-44817-K").page == 1
+    answer = engine.ask("What sum is insured and is flood cover requested?")
+    assert "Flood cover requested: yes (checked)" in answer.text  # the extractive answer
+    answer = engine.ask("What is the sum insured?")  # quotes one line of a two-part question
+    assert "185000" in answer.text and cited(answer, "185000").page == 1
+    text = " ".join(h.chunk.text for h in engine.search("Is flood cover requested?").hits)
+    assert "Flood cover requested: yes (checked)" in text

@@ -13,6 +13,12 @@ table with as many columns continues it, a repeated header row is dropped, and a
 by the break (a cell left empty at the bottom of the page) is joined back into one row; the
 block records where each page begins (``Block.page_starts``).
 
+Form fields (case N07): the values typed into AcroForm fields live in annotations, not in
+the page text; each page's filled fields are read as "Label: value" (written into the label's
+line when the label stands left of the field, else one paragraph after the page's text),
+check boxes and radio buttons with their state. An XFA form, or a form PDFium cannot open,
+gives a warning.
+
 Pages without text (case C01): a page with images (or hundreds of vector paths: text drawn as
 outlines) but fewer than :data:`MIN_LETTERS` letters (a scan, perhaps with a stamp or
 watermark) counts as having no text layer. If no page has
@@ -94,6 +100,7 @@ def _parse_locked(path: Path, data: bytes) -> ParsedDocument:
             raise CorruptDocumentError(path, "corrupt or unsupported PDF: it has no pages")
         builder = TextBuilder()
         warnings: list[str] = []
+        form = _open_form(pdf, warnings)
         no_text: list[int] = []
         hidden_pages: list[int] = []
         section: list[tuple[int, str]] = []
@@ -102,7 +109,7 @@ def _parse_locked(path: Path, data: bytes) -> ParsedDocument:
         for index in range(n_pages):
             page_no = index + 1
             try:
-                items, has_text, hidden = _read_page(pdf, index)
+                items, has_text, hidden = _read_page(pdf, index, form)
             except pdfium.PdfiumError as exc:
                 warnings.append(f"page {page_no}: could not be read ({exc})")
                 continue
@@ -275,9 +282,10 @@ def _metadata_title(pdf: Any) -> str:
 # --- one page -----------------------------------------------------------------------------------
 
 
-def _read_page(pdf: Any, index: int) -> tuple[list[Item], bool | None, bool]:
+def _read_page(pdf: Any, index: int, form: Any = None) -> tuple[list[Item], bool | None, bool]:
     """``(items, has_text, dropped_hidden)``; ``has_text`` is None for a page that looks
-    scanned (images, almost no letters) and False for a blank page."""
+    scanned (images, almost no letters) and False for a blank page. ``form`` is the
+    document's form handle (None: no AcroForm): filled fields become one more item."""
     from pypdfium2 import raw
 
     page = pdf[index]
@@ -285,17 +293,167 @@ def _read_page(pdf: Any, index: int) -> tuple[list[Item], bool | None, bool]:
     try:
         objects = _page_objects(page)
         lines, hidden = _page_lines(textpage, objects)
+        fields = _form_fields(page, form, lines) if form is not None else []
+        extra = [Item("paragraph", "\n".join(fields))] if fields else []
+        lines = [line for line in lines if line]
         letters = sum(c.text.isalpha() for line in lines for c in line)
         kinds = [obj.type for obj in page.get_objects(max_depth=3)]  # images inside forms too
         scanned = raw.FPDF_PAGEOBJ_IMAGE in kinds or kinds.count(raw.FPDF_PAGEOBJ_PATH) > 200
-        if letters < MIN_LETTERS and scanned:
+        if letters < MIN_LETTERS and scanned and not extra:
             return [], None, hidden  # a scan (or text drawn as outlines), maybe with a stamp
         if not any(not c.text.isspace() for line in lines for c in line):
-            return [], False, hidden
-        return layout(lines), True, hidden
+            return extra, bool(extra), hidden
+        return layout(lines) + extra, True, hidden
     finally:
         textpage.close()
         page.close()
+
+
+def _open_form(pdf: Any, warnings: list[str]) -> Any:
+    """The form handle of a PDF with an AcroForm (None without one), opened before any page
+    is loaded as PDFium requires; an XFA form or a failure to open is a warning."""
+    import pypdfium2 as pdfium
+    from pypdfium2 import raw
+
+    kind = raw.FPDF_GetFormType(pdf.raw)
+    if kind == raw.FORMTYPE_NONE:
+        return None
+    if kind in (raw.FORMTYPE_XFA_FULL, raw.FORMTYPE_XFA_FOREGROUND):
+        warnings.append("XFA form: values typed into its fields were not extracted")
+    try:
+        pdf.init_forms()
+    except (pdfium.PdfiumError, OSError) as exc:
+        warnings.append(f"form fields could not be read ({exc}); filled values are missing")
+        return None
+    return pdf.formenv.raw if pdf.formenv is not None else None
+
+
+def _annot_text(fn: Any, *args: Any) -> str:
+    """A UTF-16 string out of a PDFium ``FPDFAnnot_*`` getter (size query, then fill)."""
+    from pypdfium2 import raw
+
+    n = fn(*args, None, 0)
+    if n <= 2:
+        return ""
+    buf = ctypes.create_string_buffer(n)
+    fn(*args, ctypes.cast(buf, ctypes.POINTER(raw.FPDF_WCHAR)), n)
+    return buf.raw[:n - 2].decode("utf-16-le", "replace")
+
+
+def _form_fields(page: Any, form: Any, lines: list[list[Char]]) -> list[str]:
+    """``label: value`` lines for the page's filled form fields, in reading order (case N07).
+
+    A field with its label just left of it on its line is written into that line instead
+    (the value's characters appended to it, so the layout reads "Policy number: PN-44817-K")
+    and is not returned. Otherwise the label is the page text just left of the field on its line (else just above it, else
+    the field's tooltip or name); text fields, combo and list boxes give their value (empty
+    ones are left out), check boxes "yes (checked)" or "no (not checked)", and a radio group
+    the option chosen ("... (selected)", the option's label being the text to its right)."""
+    from pypdfium2 import raw
+
+    chars = [c for line in lines for c in line]
+    found: list[tuple[float, float, str]] = []
+    for i in range(raw.FPDFPage_GetAnnotCount(page.raw)):
+        annot = raw.FPDFPage_GetAnnot(page.raw, i)
+        if not annot:
+            continue
+        try:
+            if raw.FPDFAnnot_GetSubtype(annot) != raw.FPDF_ANNOT_WIDGET:
+                continue
+            kind = raw.FPDFAnnot_GetFormFieldType(form, annot)
+            rect = raw.FS_RECTF()
+            if not raw.FPDFAnnot_GetRect(annot, rect):
+                continue
+            box = (min(rect.left, rect.right), min(rect.bottom, rect.top),
+                   max(rect.left, rect.right), max(rect.bottom, rect.top))
+            name = (_annot_text(raw.FPDFAnnot_GetFormFieldAlternateName, form, annot)
+                    or _annot_text(raw.FPDFAnnot_GetFormFieldName, form, annot))
+            fallback = " ".join(name.replace("_", " ").replace(".", " ").split()).capitalize()
+            label = _label_near(chars, box, "left") or _label_near(chars, box, "above")
+            if kind == raw.FPDF_FORMFIELD_CHECKBOX:
+                checked = bool(raw.FPDFAnnot_IsChecked(form, annot))
+                label = label or _label_near(chars, box, "right")
+                value = "yes (checked)" if checked else "no (not checked)"
+            elif kind == raw.FPDF_FORMFIELD_RADIOBUTTON:
+                if not raw.FPDFAnnot_IsChecked(form, annot):
+                    continue
+                option = _label_near(chars, box, "right") or _annot_text(
+                    raw.FPDFAnnot_GetFormFieldExportValue, form, annot)
+                label = fallback or label
+                value = f"{option} (selected)" if option else "selected"
+            elif kind in (raw.FPDF_FORMFIELD_TEXTFIELD, raw.FPDF_FORMFIELD_COMBOBOX,
+                          raw.FPDF_FORMFIELD_LISTBOX):
+                value = " ".join(clean_text(
+                    _annot_text(raw.FPDFAnnot_GetFormFieldValue, form, annot)).split())
+                if not value:
+                    continue
+            else:
+                continue  # push buttons, signatures
+            if label and _place_beside(lines, chars, box, value):
+                continue  # read in its line: "Policy number: PN-44817-K"
+            label = label or fallback or "Field"
+            sep = " " if label.endswith((":", "?")) else ": "
+            found.append((-box[3], box[0], f"{label}{sep}{value}"))
+        finally:
+            raw.FPDFPage_CloseAnnot(annot)
+    found.sort()
+    return [text for _, _, text in found]
+
+
+def _place_beside(lines: list[list[Char]], chars: list[Char],
+                  box: tuple[float, float, float, float], value: str) -> bool:
+    """Write ``value`` as characters right after the label text left of ``box`` on its line,
+    so the layout reads label and value as one line; False when there is no such label."""
+    left, bottom, _, top = box
+    near = [c for c in chars if bottom - 2 <= (c.y0 + c.y1) / 2 <= top + 2
+            and c.x1 <= left + 1 and not c.text.isspace()]
+    if not near:
+        return False
+    last = max(near, key=lambda c: c.x1)
+    line = next((ln for ln in lines if any(c is last for c in ln)), None)
+    if line is None:
+        return False
+    width = max(1.0, 0.5 * (last.y1 - last.y0))
+    x = last.x1 + width
+    for ch in value:
+        line.append(Char(ch, x, last.y0, x + width, last.y1))
+        x += width
+    return True
+
+
+def _label_near(chars: list[Char], box: tuple[float, float, float, float], side: str) -> str:
+    """The run of page text next to ``box`` on ``side`` ("left", "right": on the same line;
+    "above": the line just over it, overlapping it horizontally), nearest part first."""
+    left, bottom, right, top = box
+    if side == "above":
+        near = [c for c in chars if top - 1 <= (c.y0 + c.y1) / 2 <= top + 24
+                and c.x1 > left - 2 and c.x0 < right + 2]
+        if not near:
+            return ""
+        lowest = min((c.y0 + c.y1) / 2 for c in near)
+        near = [c for c in near if (c.y0 + c.y1) / 2 - lowest < 3]
+    else:
+        near = [c for c in chars if bottom - 2 <= (c.y0 + c.y1) / 2 <= top + 2
+                and (c.x1 <= left + 1 if side == "left" else c.x0 >= right - 1)]
+    if not near:
+        return ""
+    near.sort(key=lambda c: c.x0, reverse=side == "left")
+    run = [near[0]]
+    for c in near[1:]:  # stop at a gap wider than about two letters' height
+        prev = run[-1]
+        gap = prev.x0 - c.x1 if side == "left" else c.x0 - prev.x1
+        if gap > 2.5 * max(1.0, prev.y1 - prev.y0):
+            break
+        run.append(c)
+    if side == "left":
+        run.reverse()
+    parts: list[str] = []
+    for prev, c in zip([None, *run], run, strict=False):
+        if (prev is not None and not prev.text.isspace() and not c.text.isspace()
+                and c.x0 - prev.x1 > 0.25 * max(1.0, c.y1 - c.y0)):
+            parts.append(" ")
+        parts.append(c.text)
+    return " ".join(clean_text("".join(parts)).split())
 
 
 def _page_objects(page: Any) -> list[tuple[int, float, float, float, float, bool]]:
