@@ -59,8 +59,8 @@ from citewise.types import Chunk, Document, Hit
 
 try:
     import psycopg
-    from psycopg import errors as pg_errors
     from pgvector.psycopg import register_vector
+    from psycopg import errors as pg_errors
 except ModuleNotFoundError as _err:  # pragma: no cover - depends on the installed extras
     raise ModuleNotFoundError(
         f"the PostgreSQL store needs psycopg and pgvector ({_err.name} is missing): "
