@@ -40,6 +40,9 @@ class Block:
     header: str | None = None
     symbol: str | None = None
     level: int = 0
+    #: ``(offset, page)`` for each page after the first that a block spanning pages reaches
+    #: (offsets into the document text), e.g. a table rejoined across a page break
+    page_starts: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,14 @@ class Document:
     #: collection (``CITEWISE_API_KEYS``) and searches filter on it before ranking
     collection: str = "default"
 
+    def page_label(self, page: int | None) -> str | None:
+        """The printed label of 1-based physical ``page`` (a PDF's /PageLabels, such as "iii"
+        or "3", in ``metadata["page_labels"]``); None when the file has none for it."""
+        labels = self.metadata.get("page_labels") if self.metadata else None
+        if page is None or not labels or not 1 <= page <= len(labels):
+            return None
+        return str(labels[page - 1]) or None
+
 
 @dataclass(frozen=True)
 class Chunk:
@@ -91,6 +102,10 @@ class Chunk:
     ``text`` is what is embedded and searched (a table chunk starts with its header row);
     ``source_text`` is the whole original paragraph(s) it came from, for the source viewer.
     ``char_start``/``char_end`` locate ``source_text``'s cited part in the document text.
+    ``page``/``page_end`` are the first and last page the chunk touches; ``page_starts`` holds
+    ``(char_offset, page)`` for each page the chunk touches, in order (the document offset where
+    the chunk's text on that page begins), so a cited part is given the page it is on
+    (:meth:`page_at`), not the chunk's first page.
     """
 
     id: str
@@ -111,6 +126,17 @@ class Chunk:
     #: ISO 639-1 code of the chunk's detected language (``"und"`` when undetermined, ``""``
     #: when not recorded), see :func:`citewise.retrieve.language.detect_language`.
     language: str = ""
+    page_starts: tuple[tuple[int, int], ...] = ()
+
+    def page_at(self, offset: int) -> int | None:
+        """The page holding document character ``offset`` (within the chunk): the last page
+        starting at or before it; the chunk's first page when pages were not recorded."""
+        page = self.page
+        for start, number in self.page_starts:
+            if start > offset:
+                break
+            page = number
+        return page
 
 
 HitSource = Literal["dense", "sparse", "hybrid"]
@@ -136,6 +162,9 @@ class Hit:
     relevance: float | None = None
     chunk: Chunk | None = None
     document: Document | None = None
+    #: other documents holding the same passage (exact or near duplicate, case C19), shown
+    #: as one source with this hit instead of taking result slots of their own
+    duplicates: tuple[Document, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -160,18 +189,43 @@ class Citation:
     score: float
     symbol: str | None = None
     format: str = ""
+    #: the page as the file prints it (PDF /PageLabels: "iii", "3"), None without labels
+    page_label: str | None = None
+    #: the last page of a cited part that runs over a page break (None: only ``page``)
+    page_end: int | None = None
+    page_end_label: str | None = None
+    #: paths of the other files holding the same passage (duplicates collapsed into this one)
+    also_in: tuple[str, ...] = ()
+
+    @property
+    def page_text(self) -> str | None:
+        """``p. 5``, or ``p. 3 (PDF page 5)`` when the printed label differs from the 1-based
+        physical page; ``pp. 1-2`` (``pp. 2-3 (PDF pages 4-5)``) for a part over a page
+        break; None without a page."""
+        if self.page is None:
+            return None
+        end = self.page_end if self.page_end is not None and self.page_end > self.page else None
+        label = self.page_label if self.page_label and self.page_label != str(self.page) else None
+        if end is None:
+            return f"p. {label} (PDF page {self.page})" if label else f"p. {self.page}"
+        if label or (self.page_end_label and self.page_end_label != str(end)):
+            shown = f"{self.page_label or self.page}-{self.page_end_label or end}"
+            return f"pp. {shown} (PDF pages {self.page}-{end})"
+        return f"pp. {self.page}-{end}"
 
     @property
     def location(self) -> str:
-        """For display: ``path``, then ``p. N`` or ``lines A-B``, the symbol and the section
-        path, joined by ", "; source code reads ``path:A-B, symbol`` (as editors and
-        compilers print locations)."""
+        """For display: ``path`` (with the other files holding the same text, if any), then
+        the page (:attr:`page_text`) or ``lines A-B``, the
+        symbol and the section path, joined by ", "; source code reads ``path:A-B, symbol``
+        (as editors and compilers print locations)."""
         if self.format == "code" and self.line_start is not None:
             head = f"{self.path}:{self.line_start}-{self.line_end or self.line_start}"
             return ", ".join(p for p in (head, self.symbol, " > ".join(self.section)) if p)
-        parts = [self.path]
-        if self.page is not None:
-            parts.append(f"p. {self.page}")
+        parts = [self.path + (f" (same text in {', '.join(self.also_in)})"
+                              if self.also_in else "")]
+        if self.page_text is not None:
+            parts.append(self.page_text)
         elif self.line_start is not None:
             parts.append(f"lines {self.line_start}-{self.line_end or self.line_start}")
         if self.symbol:

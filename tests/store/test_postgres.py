@@ -143,7 +143,8 @@ def test_bm25_scores_equal_the_reference_formula(postgres_url):
 def test_schema_is_migrated_once_with_named_migrations(postgres_url):
     PostgresStore(postgres_url).close()
     store = PostgresStore(postgres_url)  # reopening applies nothing twice
-    assert store.migrations() == ["m001_initial", "m002_collection", "m003_chunk_language"]
+    assert store.migrations() == ["m001_initial", "m002_collection", "m003_chunk_language",
+                                  "m004_chunk_page_starts"]
     tables = {r[0] for r in store.db.execute(
         "SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
     assert tables == {"citewise_migrations", "citewise_meta", "documents", "chunks", "postings",

@@ -31,7 +31,9 @@ def to_evidence(hits: Sequence[Hit]) -> list[Evidence]:
                     section=chunk.section, page=chunk.page, line_start=chunk.line_start,
                     line_end=chunk.line_end, char_start=chunk.char_start, char_end=chunk.char_end,
                     score=float(hit.relevance if hit.relevance is not None else hit.score),
-                    symbol=chunk.symbol, format=doc.format,
+                    symbol=chunk.symbol, format=doc.format, page_label=doc.page_label(chunk.page),
+                    page_end=chunk.page_end, page_end_label=doc.page_label(chunk.page_end),
+                    also_in=tuple(d.path for d in hit.duplicates),
                 ),
                 hit=hit,
             )

@@ -362,8 +362,13 @@ def _narrow(ev: Evidence, start: int, end: int, n: int, shown: str | None = None
                 line_start, line_end = first, last
     new_chunk = replace(chunk, text=shown or part, char_start=char_start, char_end=char_end,
                         line_start=line_start, line_end=line_end)
+    # the pages holding the part, not the chunk's first (C30); a row over a break (N11)
+    page, page_end = chunk.page_at(char_start), chunk.page_at(max(char_start, char_end - 1))
+    doc = ev.hit.document
     citation = replace(ev.citation, n=n, char_start=char_start, char_end=char_end,
-                       line_start=line_start, line_end=line_end,
+                       line_start=line_start, line_end=line_end, page=page, page_end=page_end,
+                       page_label=doc.page_label(page) if doc is not None else None,
+                       page_end_label=doc.page_label(page_end) if doc is not None else None,
                        score=ev.citation.score if score is None else score)
     return Evidence(citation=citation, hit=replace(ev.hit, chunk=new_chunk))
 

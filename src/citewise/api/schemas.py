@@ -69,6 +69,12 @@ class SourcePublic(BaseModel):
     char_end: int
     score: float
     symbol: str | None = None
+    page_label: str | None = Field(None, description="The page as the file prints it (PDF "
+                                   "page labels such as 'iii' or '3'); page is the physical one.")
+    page_end: int | None = Field(None, description="Last page of a part over a page break.")
+    page_end_label: str | None = None
+    also_in: list[str] = Field(default_factory=list,
+                               description="Other files holding the same passage (duplicates).")
     location: str
 
 

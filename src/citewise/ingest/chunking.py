@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import regex
 
@@ -258,6 +258,36 @@ def _split_lines(block: Block, max_tokens: int, count: TokenCounter) -> Iterator
         yield _Unit(block, "\n".join(buf), buf_start, min(block.end, offset - 1), tokens)
 
 
+def _split_list(block: Block, doc_text: str, max_tokens: int, overlap: int,
+                count: TokenCounter) -> Iterator[_Unit]:
+    """A long list: whole items (lines, each starting with its marker or number: "4.2 The
+    Supplier ...") packed up to the limit, so every item keeps its own line and number; an
+    item longer than the limit is split like prose."""
+    offset = block.start
+    buf: list[str] = []
+    buf_start, tokens = offset, 0
+    for line in block.text.split("\n"):
+        n = count(line) + 1
+        if n > max_tokens:
+            if buf:
+                yield _Unit(block, "\n".join(buf), buf_start, offset - 1, tokens)
+                buf, tokens = [], 0
+            item = replace(block, text=line, start=offset, end=offset + len(line))
+            for unit in _split_prose(item, doc_text, max_tokens, overlap, count):
+                yield replace(unit, block=block)
+            offset += len(line) + 1
+            buf_start = offset
+            continue
+        if buf and tokens + n > max_tokens:
+            yield _Unit(block, "\n".join(buf), buf_start, offset - 1, tokens)
+            buf, buf_start, tokens = [], offset, 0
+        buf.append(line)
+        tokens += n
+        offset += len(line) + 1
+    if buf:
+        yield _Unit(block, "\n".join(buf), buf_start, min(block.end, offset - 1), tokens)
+
+
 def _units(parsed: ParsedDocument, max_tokens: int, overlap: int,
            count: TokenCounter) -> Iterator[_Unit]:
     for block in parsed.blocks:
@@ -268,6 +298,8 @@ def _units(parsed: ParsedDocument, max_tokens: int, overlap: int,
             yield _Unit(block, block.text, block.start, block.end, tokens)
         elif block.kind is BlockKind.CODE or block.kind is BlockKind.TABLE:
             yield from _split_lines(block, max_tokens, count)
+        elif block.kind is BlockKind.LIST:
+            yield from _split_list(block, parsed.text, max_tokens, overlap, count)
         else:
             yield from _split_prose(block, parsed.text, max_tokens, overlap, count)
 
@@ -286,6 +318,27 @@ def _starts_new_chunk(current: list[_Unit], unit: _Unit) -> bool:
     if block.kind is BlockKind.TABLE and block.header:
         return last.kind is not BlockKind.HEADING
     return block.section != last.section and last.kind is not BlockKind.HEADING
+
+
+def _page_starts(units: list[_Unit]) -> list[tuple[int, int]]:
+    """``(offset, page)`` where each page of the units begins (a block that itself spans
+    pages, such as a table row rejoined across a page break, has its own ``page_starts``)."""
+    out: list[tuple[int, int]] = []
+    for u in units:
+        block = u.block
+        if block.page is None:
+            continue
+        page = block.page
+        inner = []
+        for start, number in block.page_starts:
+            if start <= u.start:
+                page = number
+            elif start < u.end:
+                inner.append((start, number))
+        for entry in [(u.start, page), *inner]:
+            if not out or out[-1][1] != entry[1]:
+                out.append(entry)
+    return out
 
 
 def _source_text(doc_text: str, units: list[_Unit]) -> str:
@@ -330,7 +383,7 @@ def chunk_document(
         content = next((u for u in units if u.block.kind is not BlockKind.HEADING), units[0])
         heading = units[0].block if units[0].block.kind is BlockKind.HEADING else None
         section = content.block.section or (heading.section if heading else ())
-        pages = [u.block.page for u in units if u.block.page is not None]
+        page_starts = _page_starts(units)
         lines = [u.block for u in units if u.block.line_start is not None]
         symbols = {u.block.symbol for u in units if u.block.symbol}
         digest = hashlib.sha256(f"{document_id}\x00{ordinal}\x00{text}".encode()).hexdigest()
@@ -344,12 +397,13 @@ def chunk_document(
                 char_start=units[0].start,
                 char_end=units[-1].end,
                 section=tuple(section),
-                page=pages[0] if pages else None,
-                page_end=pages[-1] if pages else None,
+                page=page_starts[0][1] if page_starts else None,
+                page_end=max(n for _, n in page_starts) if page_starts else None,
                 line_start=min(b.line_start for b in lines) if lines else None,  # type: ignore[type-var]
                 line_end=max((b.line_end or b.line_start) for b in lines) if lines else None,  # type: ignore[type-var]
                 symbol=symbols.pop() if len(symbols) == 1 else None,
                 token_count=sum(u.tokens for u in units) + len(units) - 1,
+                page_starts=tuple(page_starts) if len(page_starts) > 1 else (),
             )
         )
     return chunks

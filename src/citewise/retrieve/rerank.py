@@ -10,11 +10,22 @@ Two implementations, chosen by :func:`load_reranker` from ``CITEWISE_RERANKER_MO
 
 A cross-encoder reads the question and one passage together (Nogueira & Cho, "Passage
 Re-ranking with BERT", 2019) and returns one logit: higher means more relevant.
+
+Long passages (case C40): a model reads at most ``max_length`` tokens (the shipped one 192),
+while chunks are sized for the embedder (about 200-216 tokens of another tokenizer), so the
+tail of a chunk would be cut off silently and a fact in it would not count. A passage longer
+than the room left beside the question is scored by overlapping windows (its first line, the
+title and section path, repeated in each) and gets the best window's logit (MaxP, Dai &
+Callan, "Deeper Text Understanding for IR with Contextual Neural Language Modeling", 2019).
+At most :data:`MAX_WINDOWS` windows are read per passage; a passage longer than that is
+truncated, and that is logged as a warning naming how many passages were cut (the first
+windowed passage a model meets is logged as a warning too, later ones at debug level).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -30,6 +41,88 @@ BUNDLED = "bundled"
 BUNDLED_FILE = Path(__file__).resolve().parents[1] / "models" / "reranker-minilm-l6.int8.onnx"
 DEFAULT_MAX_LENGTH = 256
 """Longest (question + passage) input in WordPiece tokens, special tokens included."""
+MAX_WINDOWS = 8
+"""Most windows one long passage is scored in; text after them is cut (and logged)."""
+WINDOW_OVERLAP = 32
+"""Tokens two consecutive windows of a passage share."""
+
+log = logging.getLogger(__name__)
+
+#: ``text -> [(start, end)]``: character spans of the tokens of ``text`` (no special tokens)
+Offsets = Callable[[str], list[tuple[int, int]]]
+
+
+def passage_windows(query_tokens: int, passages: Sequence[str], offsets: Offsets,
+                    max_length: int, specials: int = 3) -> tuple[list[str], list[int], int]:
+    """``(texts, owner, cut)``: the texts to score, ``owner[i]`` the passage ``texts[i]``
+    comes from, and how many passages were still cut after :data:`MAX_WINDOWS` windows.
+
+    A passage that fits beside the question (``query_tokens``, at most half of
+    ``max_length``, plus ``specials``) is one text. A longer one becomes overlapping windows
+    of whole tokens; its first line (the "title > section" line of :func:`passage_text`) is
+    repeated at the head of each window when it takes at most a quarter of the room."""
+    room = max(16, max_length - specials - min(query_tokens, max_length // 2))
+    texts: list[str] = []
+    owner: list[int] = []
+    cut = 0
+    for i, passage in enumerate(passages):
+        spans = offsets(passage)
+        if len(spans) <= room:
+            texts.append(passage)
+            owner.append(i)
+            continue
+        head, body_start = "", 0
+        newline = passage.find("\n")
+        if newline > 0:
+            head_tokens = sum(1 for a, _ in spans if a < newline)
+            if head_tokens <= room // 4:
+                head, body_start = passage[:newline], newline + 1
+                room_body = room - head_tokens
+            else:
+                room_body = room
+        else:
+            room_body = room
+        body = [(a, b) for a, b in spans if a >= body_start]
+        step = max(1, room_body - WINDOW_OVERLAP)
+        starts = list(range(0, max(1, len(body) - WINDOW_OVERLAP), step))
+        if len(starts) > MAX_WINDOWS:
+            starts = starts[:MAX_WINDOWS]
+            cut += 1
+        for k in starts:
+            window = body[k:k + room_body]
+            text = passage[window[0][0]:window[-1][1]]
+            texts.append(f"{head}\n{text}" if head else text)
+            owner.append(i)
+    return texts, owner, cut
+
+
+def _best_per_passage(scores: np.ndarray, owner: list[int], n: int) -> np.ndarray:
+    out = np.full(n, -np.inf, dtype=np.float32)
+    np.maximum.at(out, np.asarray(owner, dtype=np.int64), scores.astype(np.float32))
+    return out
+
+
+_WARNED: set[str] = set()
+
+
+def _windowed(owner: list[int]) -> int:
+    """How many passages were split into windows."""
+    return sum(1 for n in np.bincount(np.asarray(owner, dtype=np.int64)) if n > 1) if owner else 0
+
+
+def _log_windows(name: str, n_long: int, cut: int, max_length: int) -> None:
+    """A warning when text was cut; the first time a model meets passages longer than its
+    input (scored by windows, nothing lost) a warning too, then only debug lines."""
+    if cut:
+        log.warning("reranker %s: %d passage(s) longer than %d windows of its %d-token input "
+                    "were truncated: text after the last window was not scored", name, cut,
+                    MAX_WINDOWS, max_length)
+    elif n_long:
+        level = logging.DEBUG if name in _WARNED else logging.WARNING
+        _WARNED.add(name)
+        log.log(level, "reranker %s: %d passage(s) longer than its %d-token input "
+                "(question included) were scored by overlapping windows, best window kept; "
+                "a smaller chunk_tokens avoids the extra work", name, n_long, max_length)
 
 
 @runtime_checkable
@@ -49,8 +142,8 @@ def sigmoid(x: np.ndarray) -> np.ndarray:
 class CrossEncoderReranker:
     """A sentence-transformers ``CrossEncoder`` from a local folder (needs the torch extra).
 
-    Pairs longer than the model's limit are truncated by the tokenizer (the passage side
-    first); inference runs in batches of ``batch_size`` on ``threads`` CPU threads.
+    Passages longer than the model's limit are scored by windows (see the module docstring);
+    inference runs in batches of ``batch_size`` on ``threads`` CPU threads.
     """
 
     def __init__(self, path: str | Path, threads: int = 2, batch_size: int = 32) -> None:
@@ -71,14 +164,25 @@ class CrossEncoderReranker:
         self.batch_size = batch_size
         self._identity = torch.nn.Identity()  # return logits, not the model's sigmoid
 
+    def _offsets(self, text: str) -> list[tuple[int, int]]:
+        enc = self.model.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True,
+                                   truncation=False)
+        return [tuple(span) for span in enc["offset_mapping"]]
+
     def score(self, query: str, passages: Sequence[str]) -> np.ndarray:
+        """Logits of (query, passage) pairs; long passages scored by windows (max)."""
         if not passages:
             return np.zeros(0, dtype=np.float32)
+        max_length = int(self.model.max_length or self.model.tokenizer.model_max_length or 512)
+        query_tokens = len(self._offsets(query))
+        texts, owner, cut = passage_windows(query_tokens, passages, self._offsets, max_length)
+        _log_windows(self.name, _windowed(owner), cut, max_length)
         scores = self.model.predict(
-            [(query, p) for p in passages], batch_size=self.batch_size,
+            [(query, p) for p in texts], batch_size=self.batch_size,
             convert_to_numpy=True, show_progress_bar=False, activation_fn=self._identity,
         )
-        return np.asarray(scores, dtype=np.float32).reshape(-1)
+        scores = np.asarray(scores, dtype=np.float32).reshape(-1)
+        return _best_per_passage(scores, owner, len(passages))
 
 
 def passage_text(title: str, section: Sequence[str], text: str) -> str:
@@ -165,6 +269,9 @@ class OnnxReranker:
         meta = self.session.get_modelmeta().custom_metadata_map
         self.max_length = int(meta.get("citewise.max_length", DEFAULT_MAX_LENGTH))
         self.tokenizer = base_tokenizer(self.max_length)
+        self._plain = base_tokenizer(self.max_length)  # for counting: no truncation, padding
+        self._plain.no_truncation()
+        self._plain.no_padding()
         self.name = str(path)
         # dynamic int8 quantisation picks the activation scale of each MatMul from the whole
         # input tensor of a run, padding included, so a pair's score would depend on the other
@@ -173,7 +280,20 @@ class OnnxReranker:
         self.quantized = meta.get("citewise.quantization", "").startswith("dynamic")
         self.batch_size = 1 if self.quantized else batch_size
 
+    def _offsets(self, text: str) -> list[tuple[int, int]]:
+        return list(self._plain.encode(text, add_special_tokens=False).offsets)
+
     def score(self, query: str, passages: Sequence[str]) -> np.ndarray:
+        """Logits of (query, passage) pairs; long passages scored by windows (max)."""
+        if not passages:
+            return np.zeros(0, dtype=np.float32)
+        query_tokens = len(self._plain.encode(query, add_special_tokens=False).ids)
+        texts, owner, cut = passage_windows(query_tokens, passages, self._offsets,
+                                            self.max_length)
+        _log_windows(self.name, _windowed(owner), cut, self.max_length)
+        return _best_per_passage(self._score(query, texts), owner, len(passages))
+
+    def _score(self, query: str, passages: Sequence[str]) -> np.ndarray:
         out = np.zeros(len(passages), dtype=np.float32)
         order = sorted(range(len(passages)), key=lambda i: len(passages[i]))
         for start in range(0, len(order), self.batch_size):

@@ -50,6 +50,29 @@ from citewise.types import Hit
 _INVISIBLE = {"Cf", "Cc", "Zs", "Zl", "Zp"}
 
 
+_WORDS = re.compile(r"\w+")
+#: the shorter of two near-duplicate passages holds at least this share of the longer's text
+NEAR_DUPLICATE = 0.9
+
+
+def passage_key(text: str) -> str:
+    """A passage's text for duplicate detection: its words and numbers, case-folded, joined
+    by single spaces (layout, punctuation, bullets and line breaks of one format or another
+    left out: the PDF and the DOCX of one text give the same key)."""
+    return " ".join(_WORDS.findall(unicodedata.normalize("NFKC", text).casefold()))
+
+
+def near_duplicate(a: str, b: str) -> bool:
+    """Whether two :func:`passage_key` texts are the same passage (case C19): equal, or one
+    contained in the other and holding at least :data:`NEAR_DUPLICATE` of its length (a chunk
+    that also holds a heading or a page footer). Versions that differ in any word or number
+    ("27 days" and "28 days") are never duplicates, so both are shown."""
+    if a == b:
+        return bool(a)
+    short, long_ = (a, b) if len(a) <= len(b) else (b, a)
+    return bool(short) and len(short) >= NEAR_DUPLICATE * len(long_) and short in long_
+
+
 def clean_query(query: str, max_chars: int) -> str:
     """The question as searched: NUL and lone surrogates removed, whitespace collapsed, and
     for text longer than ``max_chars`` its *end* kept (a pasted page usually ends with the
@@ -317,11 +340,25 @@ class Retriever:
         if query_vec is not None and focus != query:
             focus_vec = self.embedder.embed_query(focus)
         _, cdf = self.store.term_document_frequencies(list(dict.fromkeys(terms)))
+        keys: list[str] = []  # normalised text of each selected hit
         for doc_hits in order.values():
             if len(selected) >= top_k:
                 break
             picked = self._within_document(terms, focus_vec, cdf, doc_hits, per_file)
-            selected.extend(h for h in picked if (h.relevance or 0.0) >= min_score)
+            for hit in picked:
+                if (hit.relevance or 0.0) < min_score or hit.chunk is None:
+                    continue
+                key = passage_key(hit.chunk.text)
+                same = next((i for i, k in enumerate(keys) if near_duplicate(k, key)), None)
+                if same is None:
+                    selected.append(hit)
+                    keys.append(key)
+                    continue
+                kept = selected[same]  # one source listing every file that holds the text
+                held = {kept.chunk.document_id if kept.chunk else None,
+                        *(d.id for d in kept.duplicates)}
+                if hit.document is not None and hit.document.id not in held:
+                    selected[same] = replace(kept, duplicates=(*kept.duplicates, hit.document))
         return selected[:top_k]
 
     def document_term_weights(self, document_id: str, question: str) -> dict[str, float]:

@@ -59,8 +59,8 @@ from citewise.types import Chunk, Document, Hit
 
 try:
     import psycopg
-    from psycopg import errors as pg_errors
     from pgvector.psycopg import register_vector
+    from psycopg import errors as pg_errors
 except ModuleNotFoundError as _err:  # pragma: no cover - depends on the installed extras
     raise ModuleNotFoundError(
         f"the PostgreSQL store needs psycopg and pgvector ({_err.name} is missing): "
@@ -156,14 +156,23 @@ def m003_chunk_language(cur: psycopg.Cursor[Any]) -> None:
                 "WHERE EXISTS (SELECT 1 FROM chunks)")
 
 
+def m004_chunk_page_starts(cur: psycopg.Cursor[Any]) -> None:
+    """Where each page begins inside a chunk that spans pages (JSON ``[[offset, page], ...]``,
+    ``[]`` for one page or chunks indexed before), so a citation names the cited part's page."""
+    cur.execute("ALTER TABLE chunks ADD COLUMN page_starts text NOT NULL DEFAULT '[]'")
+
+
 MIGRATIONS: list[Callable[[psycopg.Cursor[Any]], None]] = [m001_initial, m002_collection,
-                                                             m003_chunk_language]
+                                                             m003_chunk_language,
+                                                             m004_chunk_page_starts]
 
 _CHUNK_COLS = (
     "c.seq, c.id, c.document_id, c.ordinal, c.text, c.source_text, c.char_start, c.char_end, "
     "c.section, c.page, c.page_end, c.line_start, c.line_end, c.symbol, c.content_hash, "
-    "c.token_count, c.language"
+    "c.token_count, c.language, c.page_starts"
 )
+#: how many columns ``_CHUNK_COLS`` selects
+_NCHUNK = 18
 _DOC_COLS = (
     "d.id, d.path, d.source_path, d.title, d.format, d.content_hash, d.chunk_count, d.pages, "
     "d.metadata, d.warnings, d.indexed_at, d.status, d.error, d.collection"
@@ -237,6 +246,7 @@ def _chunk(row: Sequence[Any]) -> Chunk:
         char_start=row[6], char_end=row[7], section=tuple(json.loads(row[8])), page=row[9],
         page_end=row[10], line_start=row[11], line_end=row[12], symbol=row[13],
         content_hash=row[14], token_count=row[15], language=row[16],
+        page_starts=tuple((int(a), int(b)) for a, b in json.loads(row[17] or "[]")),
     )
 
 
@@ -514,14 +524,16 @@ class PostgresStore(LanguageCounts):
                 cur.executemany(
                     "INSERT INTO chunks (id, document_id, ordinal, text, source_text, "
                     "char_start, char_end, section, page, page_end, line_start, line_end, "
-                    "symbol, content_hash, token_count, terms, n_terms, embedding, language) "
-                    "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) "
+                    "symbol, content_hash, token_count, terms, n_terms, embedding, language, "
+                    "page_starts) "
+                    "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) "
                     "RETURNING seq",
                     [
                         (c.id, document.id, c.ordinal, c.text, c.source_text, c.char_start,
                          c.char_end, json.dumps(list(c.section), ensure_ascii=False), c.page,
                          c.page_end, c.line_start, c.line_end, c.symbol, c.content_hash,
-                         c.token_count, t, sum(n.values()), vectors[i], c.language)
+                         c.token_count, t, sum(n.values()), vectors[i], c.language,
+                         json.dumps(c.page_starts))
                         for i, (c, t, n) in enumerate(zip(chunks, terms, counts, strict=True))
                     ],
                     returning=True,
@@ -683,7 +695,7 @@ class PostgresStore(LanguageCounts):
             f"SELECT {_CHUNK_COLS}, {_DOC_COLS} FROM chunks c "
             "JOIN documents d ON d.id = c.document_id WHERE c.id = ANY(%s) ORDER BY c.seq",
             (list(set(chunk_ids)),))
-        return {row[1]: (_chunk(row[:17]), _document(row[17:])) for row in rows}
+        return {row[1]: (_chunk(row[:_NCHUNK]), _document(row[_NCHUNK:])) for row in rows}
 
     def chunks_of(self, document_id: str) -> list[Chunk]:
         rows = self.db.execute(
@@ -770,9 +782,9 @@ class PostgresStore(LanguageCounts):
         rows = self.db.execute(
             f"SELECT {_CHUNK_COLS}, c.terms, c.embedding FROM chunks c "
             "WHERE c.document_id = %s ORDER BY c.ordinal", (document_id,)).fetchall()
-        vectors = (np.stack([_vec(r[18]) for r in rows]) if rows
+        vectors = (np.stack([_vec(r[_NCHUNK + 1]) for r in rows]) if rows
                    else np.zeros((0, self.stored_model()[1] or 1), dtype=np.float32))
-        return [_chunk(r[:17]) for r in rows], vectors, [r[17] for r in rows]
+        return [_chunk(r[:_NCHUNK]) for r in rows], vectors, [r[_NCHUNK] for r in rows]
 
     # --- sparse ---------------------------------------------------------------------------
     def term_document_frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:

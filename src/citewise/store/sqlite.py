@@ -157,8 +157,14 @@ def m003_chunk_language(db: sqlite3.Connection) -> None:
     db.execute("INSERT INTO meta SELECT 'analyzer', '1' WHERE EXISTS (SELECT 1 FROM chunks)")
 
 
+def m004_chunk_page_starts(db: sqlite3.Connection) -> None:
+    """Where each page begins inside a chunk that spans pages (JSON ``[[offset, page], ...]``,
+    ``[]`` for one page or chunks indexed before), so a citation names the cited part's page."""
+    db.execute("ALTER TABLE chunks ADD COLUMN page_starts TEXT NOT NULL DEFAULT '[]'")
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
-    m001_initial, m002_collection, m003_chunk_language]
+    m001_initial, m002_collection, m003_chunk_language, m004_chunk_page_starts]
 
 
 def bm25_scores(
@@ -186,8 +192,10 @@ class _Matrix:
 _CHUNK_COLS = (
     "c.rowid, c.id, c.document_id, c.ordinal, c.text, c.source_text, c.char_start, c.char_end, "
     "c.section, c.page, c.page_end, c.line_start, c.line_end, c.symbol, c.content_hash, "
-    "c.token_count, c.language"
+    "c.token_count, c.language, c.page_starts"
 )
+#: how many columns ``_CHUNK_COLS`` selects
+_NCHUNK = 18
 _DOC_COLS = (
     "d.id, d.path, d.source_path, d.title, d.format, d.content_hash, d.chunk_count, d.pages, "
     "d.metadata, d.warnings, d.indexed_at, d.status, d.error, d.collection"
@@ -200,6 +208,7 @@ def _chunk(row: Sequence) -> Chunk:
         char_start=row[6], char_end=row[7], section=tuple(json.loads(row[8])), page=row[9],
         page_end=row[10], line_start=row[11], line_end=row[12], symbol=row[13],
         content_hash=row[14], token_count=row[15], language=row[16],
+        page_starts=tuple((int(a), int(b)) for a, b in json.loads(row[17] or "[]")),
     )
 
 
@@ -383,14 +392,15 @@ class SQLiteStore(LanguageCounts):
             db.executemany(
                 "INSERT INTO chunks (id, document_id, ordinal, text, source_text, char_start, "
                 "char_end, section, page, page_end, line_start, line_end, symbol, content_hash, "
-                "token_count, terms, n_terms, vector, language) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "token_count, terms, n_terms, vector, language, page_starts) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 [
                     (
                         c.id, document.id, c.ordinal, c.text, c.source_text, c.char_start,
                         c.char_end, json.dumps(list(c.section), ensure_ascii=False), c.page,
                         c.page_end, c.line_start, c.line_end, c.symbol, c.content_hash,
                         c.token_count, t, len(t.split()), vectors[i].tobytes(), c.language,
+                        json.dumps(c.page_starts),
                     )
                     for i, (c, t) in enumerate(zip(chunks, terms, strict=True))
                 ],
@@ -542,7 +552,7 @@ class SQLiteStore(LanguageCounts):
     def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, tuple[Chunk, Document]]:
         sql = (f"SELECT {_CHUNK_COLS}, {_DOC_COLS} FROM chunks c "
                "JOIN documents d ON d.id = c.document_id WHERE c.id IN ({marks})")
-        return {row[1]: (_chunk(row[:17]), _document(row[17:]))
+        return {row[1]: (_chunk(row[:_NCHUNK]), _document(row[_NCHUNK:]))
                 for row in self._rows_in(sql, chunk_ids)}
 
     def record_failure(self, document: Document) -> None:
@@ -564,11 +574,11 @@ class SQLiteStore(LanguageCounts):
             f"SELECT {_CHUNK_COLS}, c.terms, c.vector FROM chunks c "
             "WHERE c.document_id = ? ORDER BY c.ordinal", (document_id,)).fetchall()
         if rows:
-            vectors = np.frombuffer(b"".join(r[18] for r in rows), dtype="<f4")
+            vectors = np.frombuffer(b"".join(r[_NCHUNK + 1] for r in rows), dtype="<f4")
             vectors = vectors.reshape(len(rows), -1).astype(np.float32)
         else:
             vectors = np.zeros((0, self.stored_model()[1] or 1), dtype=np.float32)
-        return [_chunk(r[:17]) for r in rows], vectors, [r[17] for r in rows]
+        return [_chunk(r[:_NCHUNK]) for r in rows], vectors, [r[_NCHUNK] for r in rows]
 
     def check(self) -> list[str]:
         """Problems found in the index file, one sentence each; [] when it is consistent.

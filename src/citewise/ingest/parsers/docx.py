@@ -4,7 +4,9 @@ Kept: paragraphs; headings (styles "Heading N", "Title", or an outline level) as
 blocks and the section path; numbered/bulleted paragraphs merged into LIST blocks; tables as
 TABLE blocks (``header`` = first row's cells joined " | ", one row per line); text boxes
 (``w:txbxContent``, DrawingML and VML ``v:textbox``) as blocks after their anchor paragraph;
-tracked insertions (``w:ins``, ``w:moveTo``) and field results. Header, footer, footnote and
+tracked insertions (``w:ins``, ``w:moveTo``) and field results. Automatically numbered
+paragraphs carry the number Word renders for them ("4.2 The Supplier ...", case N06; see
+:mod:`citewise.ingest.parsers._docx_numbering`); bullets stay "- " items. Header, footer, footnote and
 endnote text comes once, at the end, so it is indexed but not repeated in every chunk.
 
 Dropped, because Word does not show it (case C37, C27): tracked deletions (``w:del``,
@@ -27,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from citewise.errors import CorruptDocumentError, EmptyDocumentError, UnsupportedFormatError
+from citewise.ingest.parsers._docx_numbering import ListLabel, Numbering
 from citewise.ingest.parsers.base import TextBuilder, register
 from citewise.ingest.parsers.text import clean_text, collapse_blobs, parse_mislabelled
 from citewise.types import BlockKind, ParsedDocument
@@ -98,7 +101,9 @@ def parse(path: Path, data: bytes) -> ParsedDocument:
         raise UnsupportedFormatError(path, f"not a Word .docx document: {exc}") from exc
     except Exception as exc:  # python-docx raises KeyError, XMLSyntaxError, ... on damage
         raise CorruptDocumentError(path, f"corrupt Word document: {exc}") from exc
-    walker = _Walker(_styles(document))
+    styles = _styles(document)
+    walker = _Walker(styles, Numbering(_numbering_root(document), {
+        sid: st.numbering for sid, st in styles.items() if st.numbering is not None}))
     builder = TextBuilder()
     walker.emit(document.element.body, builder)
     extra_sections = (("header", "footer", "Page header and footer"),
@@ -116,6 +121,14 @@ def parse(path: Path, data: bytes) -> ParsedDocument:
     return builder.build("docx", title=clean_text(title) or Path(path).stem)
 
 
+def _numbering_root(document: Any) -> Any | None:
+    """The ``w:numbering`` element of the document, None when it has no numbering part."""
+    try:
+        return document.part.numbering_part.element
+    except (KeyError, NotImplementedError, AttributeError):
+        return None
+
+
 def _related_roots(document: Any, kinds: list[str]) -> Iterator[Any]:
     from docx.oxml import parse_xml
 
@@ -128,13 +141,14 @@ def _related_roots(document: Any, kinds: list[str]) -> Iterator[Any]:
 
 
 class _Style:
-    __slots__ = ("heading", "hidden", "is_title", "list")
+    __slots__ = ("heading", "hidden", "is_title", "list", "numbering")
 
     def __init__(self) -> None:
         self.heading = 0
         self.hidden = False
         self.is_title = False
         self.list = False
+        self.numbering: tuple[str, int] | None = None  # (numId, ilvl) the style numbers with
 
 
 def _styles(document: Any) -> dict[str, _Style]:
@@ -160,8 +174,16 @@ def _styles(document: Any) -> dict[str, _Style]:
             if outline is not None and (outline.get(_W + "val") or "").isdigit():
                 level = int(outline.get(_W + "val"))
                 info.heading = level + 1 if level < 9 else 0
-            if element.find(f"{_W}pPr/{_W}numPr") is not None:
+            numpr = element.find(f"{_W}pPr/{_W}numPr")
+            if numpr is not None:
                 info.list = True
+                num_id = numpr.find(_W + "numId")
+                ilvl = numpr.find(_W + "ilvl")
+                old_id, old_lvl = info.numbering or (None, 0)
+                new_id = num_id.get(_W + "val") if num_id is not None else old_id
+                level_text = ilvl.get(_W + "val") if ilvl is not None else None
+                new_lvl = int(level_text) if level_text and level_text.isdigit() else old_lvl
+                info.numbering = (new_id, new_lvl) if new_id is not None else None
             vanish = element.find(f"{_W}rPr/{_W}vanish")
             if vanish is not None:
                 info.hidden = vanish.get(_W + "val") in _TRUE
@@ -172,8 +194,10 @@ def _styles(document: Any) -> dict[str, _Style]:
 class _Walker:
     """Walks WordprocessingML block content with an explicit stack (no recursion)."""
 
-    def __init__(self, styles: dict[str, _Style]) -> None:
+    def __init__(self, styles: dict[str, _Style], numbering: Numbering | None = None) -> None:
         self.styles = styles
+        self.numbering = numbering or Numbering(None, {})
+        self.labels: dict[Any, ListLabel | None] = {}  # w:p -> its list label, computed once
         self.first_heading = ""
 
     # block level ------------------------------------------------------------------------------
@@ -192,9 +216,13 @@ class _Walker:
             element = stack.pop()
             tag = element.tag
             if tag == _W + "p":
-                text, boxes, level, is_list = self._paragraph(element)
+                text, boxes, level, is_list, numbered = self._paragraph(element)
+                if text and numbered and not level:
+                    level = self._clause_heading(element, text, stack[-1] if stack else None)
                 if text and is_list and not level:
-                    pending_list.append("- " + text.replace("\n", "\n  "))
+                    indent = " " * (text.find(" ") + 1) if numbered else "  "
+                    item = text if numbered else "- " + text
+                    pending_list.append(item.replace("\n", "\n" + indent))
                 elif text:
                     flush_list()
                     if level:
@@ -262,8 +290,9 @@ class _Walker:
 
     # paragraph level ----------------------------------------------------------------------------
 
-    def _paragraph(self, p: Any) -> tuple[str, list[Any], int, bool]:
-        """``(text, text boxes, heading level, is list item)`` of one ``w:p``."""
+    def _paragraph(self, p: Any) -> tuple[str, list[Any], int, bool, bool]:
+        """``(text, text boxes, heading level, is list item, numbered)`` of one ``w:p``; a
+        numbered paragraph's text starts with its rendered number ("4.2 The Supplier ...")."""
         style = self._paragraph_style(p)
         level, is_list = style.heading, style.list
         ppr = p.find(_W + "pPr")
@@ -301,9 +330,38 @@ class _Walker:
                 stack.extend(reversed(el))  # pict, drawing, shapes: look for text boxes
         text = clean_text("".join(parts)).strip()
         text = collapse_blobs("\n".join(" ".join(line.split()) for line in text.split("\n")))
+        label = self._label(p)
+        number = label.number if label else ""
+        if number and text:
+            text = f"{number} {text}"
         if level and style.is_title and not self.first_heading:
             self.first_heading = text
-        return text, boxes, level, is_list
+        return text, boxes, level, is_list, bool(number)
+
+    def _label(self, p: Any) -> ListLabel | None:
+        """The list label of ``p`` (None: not numbered), computed once per paragraph in the
+        order paragraphs are first read (document order)."""
+        if p not in self.labels:
+            pstyle = p.find(f"{_W}pPr/{_W}pStyle")
+            style_id = pstyle.get(_W + "val") if pstyle is not None else None
+            self.labels[p] = self.numbering.label(p, style_id)
+        return self.labels[p]
+
+    def _clause_heading(self, p: Any, text: str, following: Any) -> int:
+        """A numbered clause title ("4. Prices") followed by its own sub-clauses ("4.1 ...")
+        is a heading: returns its heading level (deeper than Word's heading styles, so it
+        nests under them; ``10 + list level``), else 0. A title is short and does not end
+        like a sentence."""
+        label = self._label(p)
+        if label is None or not label.number or following is None or following.tag != _W + "p":
+            return 0
+        title = text[len(label.number):].strip()
+        if not title or len(title) > 80 or title.endswith((".", ";", ":", ",", "!", "?")):
+            return 0
+        nxt = self._label(following)
+        if nxt is None or nxt.num_id != label.num_id or nxt.level <= label.level:
+            return 0
+        return 10 + label.level
 
     def _paragraph_style(self, p: Any) -> _Style:
         pstyle = p.find(f"{_W}pPr/{_W}pStyle")

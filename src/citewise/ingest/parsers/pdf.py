@@ -8,6 +8,17 @@ Dropped, because a reader does not see it (case C27): text drawn in invisible re
 fully transparent text, text smaller than :data:`MIN_FONT_SIZE` points, and white text that
 does not sit on a filled shape or image. A warning names the pages where text was dropped.
 
+A table that runs over a page break (case N11) is one TABLE block: the next page's first
+table with as many columns continues it, a repeated header row is dropped, and a row broken
+by the break (a cell left empty at the bottom of the page) is joined back into one row; the
+block records where each page begins (``Block.page_starts``).
+
+Form fields (case N07): the values typed into AcroForm fields live in annotations, not in
+the page text; each page's filled fields are read as "Label: value" (written into the label's
+line when the label stands left of the field, else one paragraph after the page's text),
+check boxes and radio buttons with their state. An XFA form, or a form PDFium cannot open,
+gives a warning.
+
 Pages without text (case C01): a page with images (or hundreds of vector paths: text drawn as
 outlines) but fewer than :data:`MIN_LETTERS` letters (a scan, perhaps with a stamp or
 watermark) counts as having no text layer. If no page has
@@ -25,7 +36,9 @@ PDFium is not thread-safe: one lock serialises every call into it in this proces
 from __future__ import annotations
 
 import ctypes
+import re
 import threading
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -87,14 +100,16 @@ def _parse_locked(path: Path, data: bytes) -> ParsedDocument:
             raise CorruptDocumentError(path, "corrupt or unsupported PDF: it has no pages")
         builder = TextBuilder()
         warnings: list[str] = []
+        form = _open_form(pdf, warnings)
         no_text: list[int] = []
         hidden_pages: list[int] = []
         section: list[tuple[int, str]] = []
         first_heading = ""
+        held: list[_Entry] = []
         for index in range(n_pages):
             page_no = index + 1
             try:
-                items, has_text, hidden = _read_page(pdf, index)
+                items, has_text, hidden = _read_page(pdf, index, form)
             except pdfium.PdfiumError as exc:
                 warnings.append(f"page {page_no}: could not be read ({exc})")
                 continue
@@ -107,7 +122,17 @@ def _parse_locked(path: Path, data: bytes) -> ParsedDocument:
             for item in items:
                 if item.kind == "heading" and not first_heading:
                     first_heading = " ".join(clean_text(item.text).split())
-                _add_item(builder, item, page_no, section)
+            entries = [_Entry(item, page_no) for item in items]
+            if held:
+                entries = _continue(held, entries) or [*held, *entries]
+            # a table at the end of the page waits: the next page may continue it (N11)
+            last = max((i for i, e in enumerate(entries) if not _furniture(e.item)), default=-1)
+            cut = last if last >= 0 and entries[last].item.kind == "table" else len(entries)
+            for entry in entries[:cut]:
+                _add_item(builder, entry, section)
+            held = entries[cut:]
+        for entry in held:
+            _add_item(builder, entry, section)
         if not builder.blocks:
             if no_text:
                 raise NoTextLayerError(path)
@@ -119,13 +144,80 @@ def _parse_locked(path: Path, data: bytes) -> ParsedDocument:
             warnings.append(f"{_pages(hidden_pages)}: hidden text (invisible, white or tiny) "
                             "was dropped")
         title = _metadata_title(pdf) or first_heading or path.stem
+        labels = _page_labels(pdf, n_pages)
     finally:
         pdf.close()
-    return builder.build("pdf", title=title, pages=n_pages, warnings=tuple(warnings))
+    metadata = {"page_labels": labels} if labels else {}
+    return builder.build("pdf", title=title, pages=n_pages, warnings=tuple(warnings),
+                         metadata=metadata)
 
 
-def _add_item(builder: TextBuilder, item: Item, page: int,
-              section: list[tuple[int, str]]) -> None:
+@dataclass
+class _Entry:
+    """A reading-order item of ``page``; ``continued`` marks where the text of later pages
+    begins in a table continued across page breaks: ``(offset in item.text, page, text)``."""
+
+    item: Item
+    page: int
+    continued: list[tuple[int, int, str]] = field(default_factory=list)
+
+
+#: a running header or footer that is only a page number ("- 2 -", "Page 3 of 7", "iv")
+_PAGE_NUMBER = re.compile(r"(?i)^[\s\-–—]*(?:page\s+)?(?:\d+|[ivxlcdm]+)"
+                          r"(?:\s*(?:of|/)\s*\d+)?[\s\-–—]*$")
+
+
+def _furniture(item: Item) -> bool:
+    return item.kind == "paragraph" and bool(_PAGE_NUMBER.match(item.text.strip()))
+
+
+def _cells(row: str) -> list[str]:
+    return [c.strip() for c in row.split("|")]
+
+
+def _continue(held: list[_Entry], entries: list[_Entry]) -> list[_Entry] | None:
+    """``held`` (a table ending the previous page, then that page's footer) followed by this
+    page's ``entries``, with the table joined to this page's first table when that one
+    continues it (case N11); None when it does not.
+
+    It continues the table when it is the page's first item (a page-number header aside)
+    and has as many columns. A repeated header row is dropped; a last row with an empty cell
+    (or a first row with an empty first cell: a wrapped label) is one row broken by the page
+    break, and its cells are joined."""
+    table = held[0]
+    k = next((i for i, e in enumerate(entries) if not _furniture(e.item)), len(entries))
+    if k == len(entries) or entries[k].item.kind != "table" or not table.item.text:
+        return None
+    nxt = entries[k]
+    header = _cells(table.item.header or "")
+    rows = [r for r in [nxt.item.header or "", *nxt.item.text.split("\n")] if r.strip()]
+    if len(header) < 2 or not rows or any(len(_cells(r)) != len(header) for r in rows):
+        return None
+    if _cells(rows[0]) == header:  # the header repeated on the new page
+        rows = rows[1:]
+    body = table.item.text.split("\n")
+    continued = list(table.continued)
+    if rows:
+        last, first = _cells(body[-1]), _cells(rows[0])
+        if not all(last) or not first[0]:  # one row broken by the page break
+            joined = [" ".join(x for x in pair if x) for pair in zip(last, first, strict=True)]
+            column = next(i for i, c in enumerate(first) if c)
+            body[-1] = " | ".join(joined)
+            prefix = " | ".join(joined[:column])
+            offset = len("\n".join(body[:-1])) + (1 if len(body) > 1 else 0)
+            offset += len(prefix) + (3 if column else 0) + len(last[column]) + (
+                1 if last[column] else 0)
+            continued.append((offset, nxt.page, first[column]))
+            rows = rows[1:]
+        if rows:
+            continued.append((len("\n".join(body)) + 1, nxt.page, rows[0]))
+    text = "\n".join([*body, *rows])
+    merged = _Entry(Item("table", text, header=table.item.header), table.page, continued)
+    return [merged, *held[1:], *entries[:k], *entries[k + 1:]]
+
+
+def _add_item(builder: TextBuilder, entry: _Entry, section: list[tuple[int, str]]) -> None:
+    item, page = entry.item, entry.page
     text = collapse_blobs(clean_text(item.text))
     if item.kind == "heading":
         level = 1 if item.size >= 1.6 else 2
@@ -135,8 +227,16 @@ def _add_item(builder: TextBuilder, item: Item, page: int,
         builder.add(BlockKind.HEADING, text, page=page, level=level,
                     section=tuple(t for _, t in section))
     elif item.kind == "table" and item.text:
-        builder.add(BlockKind.TABLE, text, page=page, header=clean_text(item.header or ""),
-                    section=tuple(t for _, t in section))
+        block = builder.add(BlockKind.TABLE, text, page=page,
+                            header=clean_text(item.header or ""),
+                            section=tuple(t for _, t in section))
+        if block is not None and entry.continued:
+            starts = []
+            for offset, number, fragment in entry.continued:
+                found = block.text.find(clean_text(fragment).strip(), max(0, offset - 40))
+                if not starts or starts[-1][1] != number:
+                    starts.append((block.start + (found if found >= 0 else offset), number))
+            builder.blocks[-1] = replace(block, page_starts=tuple(starts))
     else:
         builder.add(BlockKind.PARAGRAPH, text or clean_text(item.header or ""), page=page,
                     section=tuple(t for _, t in section))
@@ -154,6 +254,20 @@ def _pages(numbers: list[int]) -> str:
     return f"page {text}" if len(numbers) == 1 else f"pages {text}"
 
 
+def _page_labels(pdf: Any, n_pages: int) -> list[str]:
+    """The printed label of every page from the PDF's /PageLabels ("i", "ii", "1", ...), as a
+    viewer shows them; ``[]`` when the file has none or they equal the physical numbers."""
+    import pypdfium2 as pdfium
+
+    try:
+        labels = [clean_text(pdf.get_page_label(i)).strip() for i in range(n_pages)]
+    except (pdfium.PdfiumError, ValueError, UnicodeError):
+        return []
+    if not any(labels) or all(label in ("", str(i + 1)) for i, label in enumerate(labels)):
+        return []
+    return labels
+
+
 def _metadata_title(pdf: Any) -> str:
     import pypdfium2 as pdfium
 
@@ -168,9 +282,10 @@ def _metadata_title(pdf: Any) -> str:
 # --- one page -----------------------------------------------------------------------------------
 
 
-def _read_page(pdf: Any, index: int) -> tuple[list[Item], bool | None, bool]:
+def _read_page(pdf: Any, index: int, form: Any = None) -> tuple[list[Item], bool | None, bool]:
     """``(items, has_text, dropped_hidden)``; ``has_text`` is None for a page that looks
-    scanned (images, almost no letters) and False for a blank page."""
+    scanned (images, almost no letters) and False for a blank page. ``form`` is the
+    document's form handle (None: no AcroForm): filled fields become one more item."""
     from pypdfium2 import raw
 
     page = pdf[index]
@@ -178,17 +293,167 @@ def _read_page(pdf: Any, index: int) -> tuple[list[Item], bool | None, bool]:
     try:
         objects = _page_objects(page)
         lines, hidden = _page_lines(textpage, objects)
+        fields = _form_fields(page, form, lines) if form is not None else []
+        extra = [Item("paragraph", "\n".join(fields))] if fields else []
+        lines = [line for line in lines if line]
         letters = sum(c.text.isalpha() for line in lines for c in line)
         kinds = [obj.type for obj in page.get_objects(max_depth=3)]  # images inside forms too
         scanned = raw.FPDF_PAGEOBJ_IMAGE in kinds or kinds.count(raw.FPDF_PAGEOBJ_PATH) > 200
-        if letters < MIN_LETTERS and scanned:
+        if letters < MIN_LETTERS and scanned and not extra:
             return [], None, hidden  # a scan (or text drawn as outlines), maybe with a stamp
         if not any(not c.text.isspace() for line in lines for c in line):
-            return [], False, hidden
-        return layout(lines), True, hidden
+            return extra, bool(extra), hidden
+        return layout(lines) + extra, True, hidden
     finally:
         textpage.close()
         page.close()
+
+
+def _open_form(pdf: Any, warnings: list[str]) -> Any:
+    """The form handle of a PDF with an AcroForm (None without one), opened before any page
+    is loaded as PDFium requires; an XFA form or a failure to open is a warning."""
+    import pypdfium2 as pdfium
+    from pypdfium2 import raw
+
+    kind = raw.FPDF_GetFormType(pdf.raw)
+    if kind == raw.FORMTYPE_NONE:
+        return None
+    if kind in (raw.FORMTYPE_XFA_FULL, raw.FORMTYPE_XFA_FOREGROUND):
+        warnings.append("XFA form: values typed into its fields were not extracted")
+    try:
+        pdf.init_forms()
+    except (pdfium.PdfiumError, OSError) as exc:
+        warnings.append(f"form fields could not be read ({exc}); filled values are missing")
+        return None
+    return pdf.formenv.raw if pdf.formenv is not None else None
+
+
+def _annot_text(fn: Any, *args: Any) -> str:
+    """A UTF-16 string out of a PDFium ``FPDFAnnot_*`` getter (size query, then fill)."""
+    from pypdfium2 import raw
+
+    n = fn(*args, None, 0)
+    if n <= 2:
+        return ""
+    buf = ctypes.create_string_buffer(n)
+    fn(*args, ctypes.cast(buf, ctypes.POINTER(raw.FPDF_WCHAR)), n)
+    return buf.raw[:n - 2].decode("utf-16-le", "replace")
+
+
+def _form_fields(page: Any, form: Any, lines: list[list[Char]]) -> list[str]:
+    """``label: value`` lines for the page's filled form fields, in reading order (case N07).
+
+    A field with its label just left of it on its line is written into that line instead
+    (the value's characters appended to it, so the layout reads "Policy number: PN-44817-K")
+    and is not returned. Otherwise the label is the page text just left of the field on its line (else just above it, else
+    the field's tooltip or name); text fields, combo and list boxes give their value (empty
+    ones are left out), check boxes "yes (checked)" or "no (not checked)", and a radio group
+    the option chosen ("... (selected)", the option's label being the text to its right)."""
+    from pypdfium2 import raw
+
+    chars = [c for line in lines for c in line]
+    found: list[tuple[float, float, str]] = []
+    for i in range(raw.FPDFPage_GetAnnotCount(page.raw)):
+        annot = raw.FPDFPage_GetAnnot(page.raw, i)
+        if not annot:
+            continue
+        try:
+            if raw.FPDFAnnot_GetSubtype(annot) != raw.FPDF_ANNOT_WIDGET:
+                continue
+            kind = raw.FPDFAnnot_GetFormFieldType(form, annot)
+            rect = raw.FS_RECTF()
+            if not raw.FPDFAnnot_GetRect(annot, rect):
+                continue
+            box = (min(rect.left, rect.right), min(rect.bottom, rect.top),
+                   max(rect.left, rect.right), max(rect.bottom, rect.top))
+            name = (_annot_text(raw.FPDFAnnot_GetFormFieldAlternateName, form, annot)
+                    or _annot_text(raw.FPDFAnnot_GetFormFieldName, form, annot))
+            fallback = " ".join(name.replace("_", " ").replace(".", " ").split()).capitalize()
+            label = _label_near(chars, box, "left") or _label_near(chars, box, "above")
+            if kind == raw.FPDF_FORMFIELD_CHECKBOX:
+                checked = bool(raw.FPDFAnnot_IsChecked(form, annot))
+                label = label or _label_near(chars, box, "right")
+                value = "yes (checked)" if checked else "no (not checked)"
+            elif kind == raw.FPDF_FORMFIELD_RADIOBUTTON:
+                if not raw.FPDFAnnot_IsChecked(form, annot):
+                    continue
+                option = _label_near(chars, box, "right") or _annot_text(
+                    raw.FPDFAnnot_GetFormFieldExportValue, form, annot)
+                label = fallback or label
+                value = f"{option} (selected)" if option else "selected"
+            elif kind in (raw.FPDF_FORMFIELD_TEXTFIELD, raw.FPDF_FORMFIELD_COMBOBOX,
+                          raw.FPDF_FORMFIELD_LISTBOX):
+                value = " ".join(clean_text(
+                    _annot_text(raw.FPDFAnnot_GetFormFieldValue, form, annot)).split())
+                if not value:
+                    continue
+            else:
+                continue  # push buttons, signatures
+            if label and _place_beside(lines, chars, box, value):
+                continue  # read in its line: "Policy number: PN-44817-K"
+            label = label or fallback or "Field"
+            sep = " " if label.endswith((":", "?")) else ": "
+            found.append((-box[3], box[0], f"{label}{sep}{value}"))
+        finally:
+            raw.FPDFPage_CloseAnnot(annot)
+    found.sort()
+    return [text for _, _, text in found]
+
+
+def _place_beside(lines: list[list[Char]], chars: list[Char],
+                  box: tuple[float, float, float, float], value: str) -> bool:
+    """Write ``value`` as characters right after the label text left of ``box`` on its line,
+    so the layout reads label and value as one line; False when there is no such label."""
+    left, bottom, _, top = box
+    near = [c for c in chars if bottom - 2 <= (c.y0 + c.y1) / 2 <= top + 2
+            and c.x1 <= left + 1 and not c.text.isspace()]
+    if not near:
+        return False
+    last = max(near, key=lambda c: c.x1)
+    line = next((ln for ln in lines if any(c is last for c in ln)), None)
+    if line is None:
+        return False
+    width = max(1.0, 0.5 * (last.y1 - last.y0))
+    x = last.x1 + width
+    for ch in value:
+        line.append(Char(ch, x, last.y0, x + width, last.y1))
+        x += width
+    return True
+
+
+def _label_near(chars: list[Char], box: tuple[float, float, float, float], side: str) -> str:
+    """The run of page text next to ``box`` on ``side`` ("left", "right": on the same line;
+    "above": the line just over it, overlapping it horizontally), nearest part first."""
+    left, bottom, right, top = box
+    if side == "above":
+        near = [c for c in chars if top - 1 <= (c.y0 + c.y1) / 2 <= top + 24
+                and c.x1 > left - 2 and c.x0 < right + 2]
+        if not near:
+            return ""
+        lowest = min((c.y0 + c.y1) / 2 for c in near)
+        near = [c for c in near if (c.y0 + c.y1) / 2 - lowest < 3]
+    else:
+        near = [c for c in chars if bottom - 2 <= (c.y0 + c.y1) / 2 <= top + 2
+                and (c.x1 <= left + 1 if side == "left" else c.x0 >= right - 1)]
+    if not near:
+        return ""
+    near.sort(key=lambda c: c.x0, reverse=side == "left")
+    run = [near[0]]
+    for c in near[1:]:  # stop at a gap wider than about two letters' height
+        prev = run[-1]
+        gap = prev.x0 - c.x1 if side == "left" else c.x0 - prev.x1
+        if gap > 2.5 * max(1.0, prev.y1 - prev.y0):
+            break
+        run.append(c)
+    if side == "left":
+        run.reverse()
+    parts: list[str] = []
+    for prev, c in zip([None, *run], run, strict=False):
+        if (prev is not None and not prev.text.isspace() and not c.text.isspace()
+                and c.x0 - prev.x1 > 0.25 * max(1.0, c.y1 - c.y0)):
+            parts.append(" ")
+        parts.append(c.text)
+    return " ".join(clean_text("".join(parts)).split())
 
 
 def _page_objects(page: Any) -> list[tuple[int, float, float, float, float, bool]]:
