@@ -160,7 +160,7 @@ class Settings(BaseSettings):
         3, ge=1, description="At most this many chunks per file in the evidence pool.",
     )
     evidence_tokens: int = Field(
-        300, ge=40,
+        220, ge=40,
         description="Budget for the sentence evidence in the prompt, in tokens of the embedding "
         "model's tokenizer (evidence='sentences'); it sets the local model's wait for the first "
         "word.",
