@@ -68,6 +68,12 @@ class Embedder(abc.ABC):
     def __init__(self, batch_size: int = 32) -> None:
         self.batch_size = batch_size
 
+    @property
+    def family(self) -> str:
+        """The model whatever its precision (``minilm`` for ``minilm`` and ``minilm-int8``):
+        what data calibrated on the model, such as the scan prototypes, is keyed by."""
+        return self.name
+
     @abc.abstractmethod
     def _embed(self, texts: list[str], *, query: bool) -> np.ndarray: ...
 
@@ -273,6 +279,8 @@ class OnnxEmbedder(Embedder):
 class MiniLMEmbedder(OnnxEmbedder):
     """all-MiniLM-L6-v2 (English, 384-d, mean pooling, 256 tokens) on ONNX Runtime, in the
     ``precision`` :func:`choose_precision` picks (``auto``: int8 on CPUs with VNNI)."""
+
+    family = "minilm"  # type: ignore[assignment]
 
     def __init__(self, threads: int = 2, batch_size: int = 32, precision: str = "auto"):
         self.precision = choose_precision(precision)
