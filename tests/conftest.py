@@ -86,7 +86,7 @@ def postgres_server_url():
     try:
         server = pgserver.start()
         pgserver.wait_ready(server.url)
-    except Exception as err:  # noqa: BLE001 - any failure to start is reported the same way
+    except Exception as err:
         if os.environ.get("CI"):
             raise
         pytest.skip(f"no PostgreSQL server: set CITEWISE_TEST_POSTGRES_URL ({err})")

@@ -116,3 +116,23 @@ def test_sentence_transformers_folder_without_torch_names_the_extra(tmp_path: Pa
     lines = proc.stdout.strip().splitlines()
     assert len(lines) == 2
     assert all("pip install 'citewise[torch]'" in line for line in lines), lines
+
+
+def test_train_reranker_without_the_extra_fails_at_once(tmp_path: Path) -> None:
+    """Before the minutes of hard-negative mining, not after them."""
+    scifact = ROOT.parent / "shared" / "datasets" / "scifact"
+    proc = _run_blocked(f"""
+        import time
+        from typer.testing import CliRunner
+        from citewise.cli import app
+        t0 = time.perf_counter()
+        result = CliRunner().invoke(app, ["train-reranker", {str(tmp_path / "r.onnx")!r},
+                                          "--scifact", {str(scifact)!r}])
+        print(result.exit_code, round(time.perf_counter() - t0, 1))
+        print(" ".join(result.output.split()))
+    """)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    status, output = proc.stdout.strip().splitlines()[-2:]
+    code, seconds = status.split()
+    assert code != "0" and float(seconds) < 20
+    assert "pip install 'citewise[train]'" in output, output

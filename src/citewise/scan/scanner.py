@@ -30,9 +30,12 @@ from citewise.errors import CorruptDocumentError, DocumentError
 from citewise.ingest.parsers.base import parser_for
 from citewise.ingest.pipeline import document_id
 from citewise.retrieve.embedding import load_embedder
-from citewise.scan.checks import CheckResult, Checker, Clause, DeterministicChecker, Verdict
+from citewise.scan.checks import Checker, CheckResult, Clause, DeterministicChecker, Verdict
 from citewise.scan.classify import (
-    ClauseClassifier, Labelled, document_units, load_prototypes,
+    ClauseClassifier,
+    Labelled,
+    document_units,
+    load_prototypes,
 )
 from citewise.scan.playbook import Playbook, Rule, Severity
 from citewise.types import Block, Chunk, Citation, Document, ParsedDocument
@@ -147,7 +150,7 @@ class Scanner:
             return self.scan_indexed(known, progress)
         step, timings = self._stepper(progress)
         step(0)
-        self.classifier  # noqa: B018 - load the model and prototypes, timed as their own step
+        self.classifier
         step(1)
         if known is not None:  # changed since: re-index it in place, never into another one
             root = Path(known.metadata.get("_root", known.source_path))
@@ -189,7 +192,7 @@ class Scanner:
                                 "re-index it (upload it again or run citewise ingest) first")
         step, timings = self._stepper(progress)
         step(0)
-        self.classifier  # noqa: B018 - load the model and prototypes, timed as their own step
+        self.classifier
         step(1)
         parsed = parser_for(file, data).parse(file, data)
         chunks = self.engine.store.chunks_of(document.id)

