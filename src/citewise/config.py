@@ -96,8 +96,14 @@ class Settings(BaseSettings):
         "docs/reranker.md), a .onnx file written by `citewise train-reranker`, a local "
         "sentence-transformers cross-encoder folder, or empty = no reranker."
     )
+    embedding_precision: Literal["auto", "fp32", "int8"] = Field(
+        "auto", description="Precision of 'minilm': 'int8' (about 2x faster on CPUs with "
+        "VNNI; recorded as 'minilm-int8'), 'fp32', or 'auto': the one the index already holds, "
+        "else int8 where the CPU has VNNI and fp32 elsewhere (see docs/benchmarks.md).",
+    )
     threads: int = Field(2, ge=1, description="CPU threads for model inference.")
-    embed_batch_size: int = Field(32, ge=1)
+    embed_batch_size: int = Field(32, ge=1, description="Texts per embedding batch (sorted "
+                                  "by length first).")
 
     # --- chunking -----------------------------------------------------------------------
     chunk_tokens: int = Field(480, ge=32, description="Target chunk size in model tokens.")
