@@ -356,8 +356,9 @@ def _with_restored(result: FileResult, restored: set[str]) -> FileResult:
                responses={404: {"description": "unknown document"}})
 def delete_document(document_id: Annotated[str, PathParam(max_length=64)],
                     state: StateDep) -> Deleted:
-    """Remove a document from the index; its file too when it is in its collection's folder
-    (a file elsewhere is never touched)."""
+    """Remove a document from the index; its file too when it is inside its collection's
+    folder, at any depth (an upload's relative path, case C09), with the folders that leaves
+    empty; a file elsewhere is never touched."""
     doc = state.engine.store.document(document_id)
     if doc is None:
         raise NotFoundError(f"no document with id {document_id!r}")
@@ -366,9 +367,16 @@ def delete_document(document_id: Annotated[str, PathParam(max_length=64)],
     source = Path(doc.source_path).resolve()
     removed = False
     folder = state.settings.collection_folder(doc.collection).resolve()
-    if source.parent == folder and source.is_file():
+    if source.is_relative_to(folder) and source != folder and source.is_file():
         source.unlink()
         removed = True
+        for parent in source.parents:  # the upload's folders, now empty, up to the collection's
+            if parent == folder or not parent.is_relative_to(folder):
+                break
+            try:
+                parent.rmdir()
+            except OSError:  # not empty (or in use): kept
+                break
     return Deleted(deleted=document_id, file_removed=removed)
 
 
