@@ -52,11 +52,13 @@ from citewise.config import COLLECTION_PATTERN, Settings
 from citewise.engine import Engine
 from citewise.errors import (
     DocumentError,
+    NoTextLayerError,
     NotFoundError,
     UploadConflictError,
     UploadError,
     UploadTooLargeError,
 )
+from citewise.ingest.parsers.base import ParseOptions
 from citewise.ingest.pipeline import FileResult, IngestReport, document_id, parse_file
 
 router = APIRouter(prefix="/api", tags=["documents"])
@@ -220,7 +222,14 @@ def _install(staged: Sequence[_Staged], engine: Engine, folder: Path, check: boo
         old = engine.store.document(document_id(s.dest))
         if check and s.dest.is_file() and old is not None and old.status == "indexed":
             try:
-                parse_file(s.dest, s.tmp.read_bytes(), s.rel)
+                # without OCR (the ingest does it): a scan is known to parse when OCR is on
+                parse_file(s.dest, s.tmp.read_bytes(), s.rel,
+                           ParseOptions(max_pages=engine.settings.max_pages))
+            except NoTextLayerError:
+                if not engine.settings.ocr:
+                    s.kept = (f"{NoTextLayerError.reason}; the new version was not stored, the "
+                              "previous one is kept and still searchable")
+                    continue
             except DocumentError as err:
                 s.kept = (f"{err.detail}; the new version was not stored, the previous one is "
                           "kept and still searchable")
