@@ -17,6 +17,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import pairwise
 from statistics import median
 from typing import Any
 
@@ -109,7 +110,7 @@ def spaced(chars: list[str], spans: list[tuple[float, float]], text: str) -> str
             words.append("".join(c for c, _, _ in run))
             continue
         word = run[0][0]
-        for (prev, _, end), (c, a, _) in zip(run, run[1:], strict=False):
+        for (prev, _, end), (c, a, _) in pairwise(run):
             # the recogniser's box of a wide letter is narrower than the letter ("m ust")
             wide = 2.0 if prev in _WIDE else 1.0
             if a - end > SPACE_GAP * width * wide:

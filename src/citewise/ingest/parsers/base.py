@@ -40,13 +40,13 @@ class ParseOptions:
     page_progress: Callable[[int, int], None] | None = None
 
 
-_OPTIONS: ContextVar[ParseOptions] = ContextVar("citewise_parse_options",
-                                                default=ParseOptions())
+_OPTIONS: ContextVar[ParseOptions | None] = ContextVar("citewise_parse_options", default=None)
+_DEFAULT = ParseOptions()
 
 
 def current_options() -> ParseOptions:
     """The options of the parse running in this context (defaults outside any)."""
-    return _OPTIONS.get()
+    return _OPTIONS.get() or _DEFAULT
 
 
 @contextmanager
