@@ -109,6 +109,24 @@ class Settings(BaseSettings):
     chunk_tokens: int = Field(480, ge=32, description="Target chunk size in model tokens.")
     chunk_overlap: int = Field(48, ge=0, description="Overlap between split chunks, in tokens.")
 
+    # --- ingest limits and OCR ----------------------------------------------------------
+    max_file_mb: float = Field(
+        512.0, gt=0, description="Largest file an ingest reads, in MiB (checked before it is "
+        "read; a larger one is reported failed).",
+    )
+    max_pages: int = Field(
+        5000, ge=1, description="Most pages of a PDF an ingest reads (checked before the "
+        "first page; a longer one is reported failed).",
+    )
+    ocr: bool = Field(
+        False, description="Read image-only PDF pages (scans) with OCR (RapidOCR, pip "
+        "install 'citewise[ocr]'); off: they are reported as needing OCR.",
+    )
+    ocr_dpi: int = Field(
+        100, ge=50, le=400, description="Resolution PDF pages are rendered at for OCR "
+        "(dots per inch; see docs/benchmarks.md for accuracy and speed).",
+    )
+
     # --- retrieval ----------------------------------------------------------------------
     fusion: Fusion = Fusion.WEIGHTED
     alpha: float = Field(0.4, ge=0.0, le=1.0, description="Weight of BM25 in weighted fusion.")
