@@ -16,7 +16,7 @@ from citewise.answer.llm import LeadingExampleFilter
 from citewise.answer.local import BUNDLED, assemble, resolve_model_file, serve, verify_gguf
 from citewise.answer.prompts import SYSTEM_PROMPT, build_messages
 from citewise.answer.providers import PRESETS, OpenAICompatible, open_provider
-from citewise.answer.selection import names
+from citewise.answer.selection import name_terms, names, unknown_names
 from citewise.config import Settings
 from citewise.errors import ConfigError, ModelError
 from citewise.types import DoneEvent, StatusEvent, TokenEvent
@@ -439,6 +439,16 @@ def test_a_held_sentence_is_quoted_with_its_own_line(make_engine, tmp_path) -> N
 ])
 def test_names_are_the_capitalised_words_a_question_asks_about(question, found) -> None:
     assert names(question) == found
+
+
+def test_names_are_looked_up_in_the_questions_language() -> None:
+    """Regression: a Kazakh name analysed alone read as Russian ("республикас"), missed the
+    index's Kazakh stem and declined answerable Kazakh law questions."""
+    question = ("Қазақстан Республикасы Заңының бірінші санаттағы рұқсаттар тізбесінде қандай "
+                "лицензияланатын қызмет түрлері көрсетілген?")
+    assert name_terms(question) == ["республика", "заң"]  # the first word starts the sentence
+    assert unknown_names(question, {"заң": 3, "республика": 5}) == []
+    assert unknown_names(question, {"заң": 3}) == ["Республикасы"]
 
 
 def test_a_question_naming_what_no_document_mentions_is_declined_naming_it(

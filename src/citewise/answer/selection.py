@@ -267,18 +267,19 @@ def unknown_names(question: str, df: Mapping[str, int]) -> list[str]:
     a name is looked up by its whole analysed form (``SharePoint`` -> ``sharepoint``). A
     question about a thing the documents never name cannot be answered from them: the
     engine declines it without a model call and says which names are missing."""
-    out = []
-    for name in names(question):
-        terms = tokenize(name)
-        if terms and df.get(terms[-1], 0) == 0:
-            out.append(name)
-    return out
+    return [name for name, term in _name_forms(question) if df.get(term, 0) == 0]
 
 
 def name_terms(question: str) -> list[str]:
     """The whole analysed forms of the :func:`names` of ``question`` (the terms
-    :func:`unknown_names` looks up)."""
-    return [t[-1] for t in (tokenize(n) for n in names(question)) if t]
+    :func:`unknown_names` looks up), analysed in the question's language (a Kazakh
+    "Республикасы" alone would read as Russian and miss the index's "республика")."""
+    return [term for _, term in _name_forms(question)]
+
+
+def _name_forms(question: str) -> list[tuple[str, str]]:
+    language = detect_language(question)
+    return [(n, t[-1]) for n, t in ((n, tokenize(n, language)) for n in names(question)) if t]
 
 
 def answerable(ranked: Sequence[Scored], question: str = "", *,
