@@ -436,6 +436,7 @@ def test_a_held_sentence_is_quoted_with_its_own_line(make_engine, tmp_path) -> N
     ("A group has auto_envvar_prefix='MYAPP'. Which prefix do its commands get?", []),
     ("Which variables does click.edit read? Does CliRunner.invoke raise?", []),
     ("Docker: is there an image?", []),
+    ("NEAR(laptop warranty, 2)", []),  # FTS5 syntax, searched as words (regression)
 ])
 def test_names_are_the_capitalised_words_a_question_asks_about(question, found) -> None:
     assert names(question) == found
@@ -449,6 +450,12 @@ def test_names_are_looked_up_in_the_questions_language() -> None:
     assert name_terms(question) == ["республика", "заң"]  # the first word starts the sentence
     assert unknown_names(question, {"заң": 3, "республика": 5}) == []
     assert unknown_names(question, {"заң": 3}) == ["Республикасы"]
+
+
+def test_only_the_asking_clause_is_searched_for_names() -> None:
+    """Regression (C25): a long preamble naming "March" declined the question at its end."""
+    question = "The board met as agreed in March. Question: on which day are salaries paid?"
+    assert name_terms(question) == [] and unknown_names(question, {}) == []
 
 
 def test_a_question_naming_what_no_document_mentions_is_declined_naming_it(

@@ -82,7 +82,11 @@ def test_full_fine_tune_writes_an_onnx_file_equal_to_the_torch_model(env, tiny_j
     feed = encode(base_tokenizer(64), [(query, p) for p in passages])
     with torch.no_grad():
         logits = again(**{k: torch.from_numpy(v) for k, v in feed.items()}).logits[:, 0].numpy()
-    np.testing.assert_allclose(logits, want, atol=1e-4)
+    # the same pairs cut to 64 tokens as `encode` cuts them (the rerankers' own scores take
+    # the best of several windows of a longer passage, issue 21's C40)
+    truncated = reference.model.predict([(query, p) for p in passages], convert_to_numpy=True,
+                                        activation_fn=torch.nn.Identity())
+    np.testing.assert_allclose(logits, np.asarray(truncated).reshape(-1), atol=1e-4)
     with pytest.raises(ConfigError, match="not a model folder saved by"):
         load_base(TrainConfig(init=str(env)))
 

@@ -238,7 +238,7 @@ def rank_candidates(question: str, evidence: Sequence[Evidence], embedder: Embed
     return scored
 
 
-_NAME = re.compile(r"(?<![\w.'`\"/-])([^\W\d_]{2,})(?![\w'`\"/-]|\.\w)")
+_NAME = re.compile(r"(?<![\w.'`\"/-])([^\W\d_]{2,})(?![\w'`\"/(-]|\.\w)")
 _QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"|`[^`]*`|«[^»]*»|“[^”]*”")
 _SENTENCE_START = re.compile(r"(?:^|[.!?;:]\s+|\n)\W*$")
 
@@ -247,8 +247,9 @@ def names(question: str) -> list[str]:
     """The words of ``question`` that read as names: with a capital after their first letter
     (``SAML``, ``SharePoint``, ``iPhone``), or capitalised and not the first word of a
     sentence (``Okta``, ``Docker``). Words inside quotes (a value the user supplies, such as
-    ``'MYAPP'``), parts of identifiers (``click.edit``, ``auto_envvar_prefix``) and words of
-    fewer than 3 letters other than acronyms are left out. Latin and Cyrillic alike."""
+    ``'MYAPP'``), parts of identifiers (``click.edit``, ``auto_envvar_prefix``), a word
+    followed by ``(`` (query syntax such as ``NEAR(``, a function) and words of fewer than 3
+    letters other than acronyms are left out. Latin and Cyrillic alike."""
     masked = _QUOTED.sub(lambda m: " " * len(m.group()), question)
     out = []
     for m in _NAME.finditer(masked):
@@ -278,8 +279,11 @@ def name_terms(question: str) -> list[str]:
 
 
 def _name_forms(question: str) -> list[tuple[str, str]]:
+    """(name, analysed form) of each name of the question's asking clause
+    (:func:`question_clause`: a long preamble may name things only to set the scene)."""
     language = detect_language(question)
-    return [(n, t[-1]) for n, t in ((n, tokenize(n, language)) for n in names(question)) if t]
+    return [(n, t[-1]) for n, t in ((n, tokenize(n, language))
+                                    for n in names(question_clause(question))) if t]
 
 
 def answerable(ranked: Sequence[Scored], question: str = "", *,
