@@ -13,7 +13,8 @@ from pydantic import ValidationError
 from citewise.answer.llm import LeadingExampleFilter
 from citewise.answer.local import BUNDLED, assemble, resolve_model_file, verify_gguf
 from citewise.answer.prompts import SYSTEM_PROMPT, build_messages
-from citewise.answer.providers import PRESETS, OpenAICompatible, open_provider
+from citewise.answer.factory import open_provider
+from citewise.answer.providers import PRESETS, OpenAICompatible
 from citewise.answer.selection import names
 from citewise.config import Settings
 from citewise.errors import ConfigError, ModelError

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from citewise.answer.providers import open_provider
+from citewise.answer.factory import open_provider
 from citewise.chat.intent import GREETINGS, Intent, classify
 from citewise.chat.planner import Directive, LLMPlanner, Plan, RulePlanner, parse_plan
 from citewise.chat.sessions import History

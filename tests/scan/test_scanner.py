@@ -23,7 +23,7 @@ SUBSET = [
 
 
 def _scanner(engine) -> Scanner:
-    return Scanner(engine, load_playbook("default"))
+    return engine.scanner(load_playbook("default"))
 
 
 def test_clause_finding_floor_on_a_fixed_eval_subset(engine):

@@ -13,7 +13,7 @@ import psycopg
 import pytest
 
 from citewise.config import Settings
-from citewise.retrieve.analysis import analyze, tokenize
+from citewise.text.analysis import analyze, tokenize
 from citewise.store.factory import open_store
 from citewise.store.postgres import PostgresStore
 from citewise.store.sqlite import SQLiteStore

@@ -8,7 +8,7 @@ import json
 
 import numpy as np
 
-from citewise.retrieve.analysis import tokenize
+from citewise.text.analysis import tokenize
 from citewise.store.postgres import PostgresStore
 from citewise.store.sqlite import SQLiteStore
 from tests.conftest import DATASETS

@@ -12,7 +12,7 @@ import pytest
 from dataclasses import replace
 
 from citewise.errors import AnalyzerMismatchError, EmbeddingMismatchError
-from citewise.retrieve.analysis import analyze, tokenize
+from citewise.text.analysis import analyze, tokenize
 from citewise.types import Chunk, Document
 
 DIM = 8

@@ -19,7 +19,7 @@ from citewise.eval.datasets import BeirDataset
 from citewise.eval.metrics import evaluate
 from citewise.ingest.parsers.text import paragraph_spans
 from citewise.ingest.pipeline import Ingestor
-from citewise.retrieve.analysis import ANALYZER_VERSION
+from citewise.text.analysis import ANALYZER_VERSION
 from citewise.retrieve.embedding import load_embedder
 from citewise.retrieve.fusion import fuse
 from citewise.retrieve.rerank import load_reranker
