@@ -609,7 +609,8 @@ def train_reranker(
     positive, hard negatives) examples and export it to ONNX; use it with
     CITEWISE_RERANKER_MODEL=OUT."""
     from citewise.train import data
-    from citewise.train.reranker import TrainConfig, train_reranker as train
+    from citewise.train.reranker import TrainConfig
+    from citewise.train.reranker import train_reranker as train
 
     with _errors():
         if not (scifact or xquad or jsonl):

@@ -36,7 +36,7 @@ from citewise.errors import (
     NotFoundError,
 )
 from citewise.ingest.pipeline import Ingestor, IngestReport, ProgressFn, reanalyze
-from citewise.text.analysis import ANALYZER_VERSION, tokenize
+from citewise.retrieve.analysis import ANALYZER_VERSION, tokenize
 from citewise.retrieve.embedding import Embedder, load_embedder
 from citewise.retrieve.rerank import Reranker, load_reranker
 from citewise.retrieve.retriever import Retriever, SearchResult, clean_query

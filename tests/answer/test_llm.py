@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from citewise.answer.factory import open_provider
 from citewise.answer.llm import LeadingExampleFilter
 from citewise.answer.local import BUNDLED, assemble, resolve_model_file, verify_gguf
 from citewise.answer.prompts import SYSTEM_PROMPT, build_messages
-from citewise.answer.factory import open_provider
 from citewise.answer.providers import PRESETS, OpenAICompatible
 from citewise.answer.selection import names
 from citewise.config import Settings

@@ -93,5 +93,5 @@ def test_llm_planner_with_the_real_small_model(llm_settings, tmp_path):
     events, plan = _run(LLMPlanner(provider, max_tokens=48).run(query, NO_HISTORY))
     assert plan.directive is Directive.SEARCH
     assert plan.argument == query  # reaches the search unchanged
-    assert [type(e).__name__ for e in events][0] == "StatusEvent"
+    assert type(events[0]).__name__ == "StatusEvent"
     assert all(isinstance(e, ThinkingEvent) for e in events[1:])

@@ -4,8 +4,8 @@ import threading
 import numpy as np
 import pytest
 
-from citewise.text.analysis import analyze, tokenize
 from citewise.store.sqlite import BM25_B, BM25_K1, SQLiteStore, bm25_scores
+from citewise.text.analysis import analyze, tokenize
 from tests.suites.store import DIM, StoreSuite, make_doc, unit
 
 
@@ -136,8 +136,8 @@ def test_an_index_from_before_languages_is_re_analysed_by_reindex(tmp_path, make
     is migrated (m002), refused with a clear message, and `reindex` re-analyses its chunks in
     place: Kazakh terms and chunk languages recomputed, vectors kept."""
     from citewise.errors import AnalyzerMismatchError
-    from citewise.text.analysis import ANALYZER_VERSION
     from citewise.store.sqlite import m001_initial
+    from citewise.text.analysis import ANALYZER_VERSION
 
     engine = make_engine()
     path = engine.settings.home / "index.sqlite3"

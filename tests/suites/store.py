@@ -6,10 +6,10 @@ returning an empty store; the tests below must pass unchanged for every backend.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
-
-from dataclasses import replace
 
 from citewise.errors import AnalyzerMismatchError, EmbeddingMismatchError
 from citewise.text.analysis import analyze, tokenize

@@ -17,8 +17,8 @@ from collections.abc import Iterator, Sequence
 
 from citewise.answer.answerer import NOT_FOUND
 from citewise.answer.selection import candidates
-from citewise.text.analysis import tokenize
 from citewise.retrieve.embedding import Embedder
+from citewise.text.analysis import tokenize
 from citewise.text.language import detect_language
 from citewise.types import Answer, DoneEvent, Event, Evidence, StatusEvent, TokenEvent
 

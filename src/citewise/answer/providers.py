@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Protocol, TypedDict
 
 from citewise.config import LLM_PROVIDERS, Settings
-from citewise.errors import ConfigError, ProviderError
+from citewise.errors import ProviderError
 
 
 class Message(TypedDict):

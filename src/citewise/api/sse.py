@@ -22,7 +22,7 @@ import logging
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import asdict
-from typing import Any
+from typing import Any, Self
 
 from sse_starlette import EventSourceResponse
 
@@ -43,7 +43,7 @@ class StreamCounter:
         self._lock = threading.Lock()
         self._n = 0
 
-    def __enter__(self) -> StreamCounter:
+    def __enter__(self) -> Self:
         with self._lock:
             self._n += 1
         return self

@@ -19,12 +19,12 @@ from citewise.eval.datasets import BeirDataset
 from citewise.eval.metrics import evaluate
 from citewise.ingest.parsers.text import paragraph_spans
 from citewise.ingest.pipeline import Ingestor
-from citewise.text.analysis import ANALYZER_VERSION
 from citewise.retrieve.embedding import load_embedder
 from citewise.retrieve.fusion import fuse
 from citewise.retrieve.rerank import load_reranker
 from citewise.retrieve.retriever import Retriever
 from citewise.store.sqlite import SQLiteStore
+from citewise.text.analysis import ANALYZER_VERSION
 from citewise.types import Block, BlockKind, Hit, ParsedDocument
 
 METRICS_K = (6, 10, 100)  # recall@6 is the Kazakh legal QA paper's measure

@@ -31,10 +31,10 @@ from citewise.config import Settings
 from citewise.errors import DocumentError, EmptyDocumentError
 from citewise.ingest.chunking import chunk_document, content_hash, embedding_text
 from citewise.ingest.parsers.base import parser_for
-from citewise.text.analysis import ANALYZER_VERSION, analyze
-from citewise.text.language import detect_language
 from citewise.retrieve.embedding import Embedder
 from citewise.store.base import Store
+from citewise.text.analysis import ANALYZER_VERSION, analyze
+from citewise.text.language import detect_language
 from citewise.types import Chunk, Document, ParsedDocument
 
 #: Folders never descended into.

@@ -39,12 +39,12 @@ import numpy as np
 
 from citewise.config import SearchMode, Settings
 from citewise.errors import QueryError
-from citewise.text.analysis import content_terms, tokenize
 from citewise.retrieve.embedding import Embedder
 from citewise.retrieve.fusion import fuse
-from citewise.text.language import UNDETERMINED, detect_language
 from citewise.retrieve.rerank import Reranker, passage_text, sigmoid
 from citewise.store.base import Store
+from citewise.text.analysis import content_terms, tokenize
+from citewise.text.language import UNDETERMINED, detect_language
 from citewise.types import Hit
 
 _INVISIBLE = {"Cf", "Cc", "Zs", "Zl", "Zp"}

@@ -18,7 +18,11 @@ from typing import Protocol, runtime_checkable
 
 from citewise.scan.jurisdictions import JURISDICTIONS
 from citewise.scan.playbook import (
-    DurationCheck, JurisdictionCheck, PatternCheck, PresenceCheck, Rule,
+    DurationCheck,
+    JurisdictionCheck,
+    PatternCheck,
+    PresenceCheck,
+    Rule,
 )
 
 

@@ -30,9 +30,12 @@ from citewise.errors import CorruptDocumentError, DocumentError
 from citewise.ingest.parsers.base import parser_for
 from citewise.ingest.pipeline import Ingestor, document_id
 from citewise.retrieve.embedding import Embedder
-from citewise.scan.checks import CheckResult, Checker, Clause, DeterministicChecker, Verdict
+from citewise.scan.checks import Checker, CheckResult, Clause, DeterministicChecker, Verdict
 from citewise.scan.classify import (
-    ClauseClassifier, Labelled, document_units, load_prototypes,
+    ClauseClassifier,
+    Labelled,
+    document_units,
+    load_prototypes,
 )
 from citewise.scan.playbook import Playbook, Rule, Severity
 from citewise.store.base import Store
@@ -252,8 +255,9 @@ class Scanner:
 
     def _flag(self, rule: Rule, labelled: Sequence[Labelled], document: Document,
               parsed: ParsedDocument) -> Flag:
-        base = dict(rule=rule.id, title=rule.title, clause_type=rule.clause_type,
-                    severity=rule.severity, checker=self.checker.name)
+        base: dict[str, Any] = {"rule": rule.id, "title": rule.title,
+                                "clause_type": rule.clause_type, "severity": rule.severity,
+                                "checker": self.checker.name}
         chosen: tuple[Labelled, CheckResult] | None = None
         for _, lab in self.ranked(rule, labelled)[: self.candidates]:
             u = lab.unit
