@@ -120,7 +120,7 @@ async def bridge(make_events: Callable[[], Iterator[Event]],
                 put(ErrorEvent("internal error; see the server log", "InternalError"))
             finally:
                 if events is not None and hasattr(events, "close"):
-                    events.close()  # type: ignore[attr-defined]
+                    events.close()
                 put(_END)
 
     threading.Thread(target=work, name="citewise-stream", daemon=True).start()
