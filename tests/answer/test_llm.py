@@ -369,6 +369,7 @@ def test_the_prompts_evidence_markers_never_reach_the_reader(make_engine, tmp_pa
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
+@pytest.mark.slow  # indexes three long pages of docs/ with the real embedding model
 @pytest.mark.parametrize("question", [
     "Can I pay for citewise with PayPal or a credit card?",
     "Is there a citewise mobile app for iPhone or Android?",
@@ -417,6 +418,7 @@ def test_names_are_the_capitalised_words_a_question_asks_about(question, found) 
     assert names(question) == found
 
 
+@pytest.mark.slow  # indexes three long pages of docs/ with the real embedding model
 def test_a_question_naming_what_no_document_mentions_is_declined_naming_it(
         make_engine, broken_server) -> None:
     """A near miss whose other words the docs hold ("log in", "web UI", "single") is

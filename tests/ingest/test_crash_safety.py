@@ -52,6 +52,7 @@ def _chunks_by_file(store: SQLiteStore) -> dict[str, list[tuple[int, str, str]]]
             for d in store.documents() if d.status == "indexed"}
 
 
+@pytest.mark.slow  # starts and kills citewise ingest subprocesses
 def test_kill_9_during_ingest_leaves_whole_documents_and_a_rerun_completes(
         make_engine, corpus, tmp_path):
     reference_engine = make_engine(home=tmp_path / "reference", embedding_model=MODEL)
