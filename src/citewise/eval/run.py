@@ -37,7 +37,8 @@ def _parsed(title: str, text: str) -> ParsedDocument:
     block), so a long legal act is chunked like the file ``citewise ingest`` would read."""
     spans = paragraph_spans(text)
     if len(spans) <= 1:
-        blocks = (Block(BlockKind.PARAGRAPH, text, 0, len(text)),) if text.strip() else ()
+        blocks: tuple[Block, ...] = ((Block(BlockKind.PARAGRAPH, text, 0, len(text)),)
+                                     if text.strip() else ())
     else:
         blocks = tuple(Block(BlockKind.PARAGRAPH, text[s:e], s, e, line_start=a, line_end=b)
                        for s, e, a, b in spans)
