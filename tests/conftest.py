@@ -72,7 +72,11 @@ def make_engine(tmp_path, embedder):
         home = tmp_path / "home"
         settings = Settings(**{"home": home, "llm_provider": "none", **overrides})
         engine = Engine(settings)
-        if settings.embedding_model == embedder.name:
+        # the same model in the same precision: "minilm" in auto precision on a fresh index
+        # is what the session's embedder is
+        if settings.embedding_model == embedder.name or (
+                settings.embedding_model == embedder.family
+                and settings.embedding_precision in ("auto", getattr(embedder, "precision", ""))):
             engine.__dict__["embedder"] = embedder
         return engine
 
@@ -117,7 +121,7 @@ def postgres_server_url():
     try:
         server = pgserver.start()
         pgserver.wait_ready(server.url)
-    except Exception as err:  # noqa: BLE001 - any failure to start is reported the same way
+    except Exception as err:
         if os.environ.get("CI"):
             raise
         pytest.skip(f"no PostgreSQL server: set CITEWISE_TEST_POSTGRES_URL ({err})")

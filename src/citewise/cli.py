@@ -609,7 +609,7 @@ def train_reranker(
     positive, hard negatives) examples and export it to ONNX; use it with
     CITEWISE_RERANKER_MODEL=OUT."""
     from citewise.train import data
-    from citewise.train.reranker import TrainConfig
+    from citewise.train.reranker import TrainConfig, require_extra
     from citewise.train.reranker import train_reranker as train
 
     with _errors():
@@ -619,6 +619,7 @@ def train_reranker(
             raise ConfigError(f"{out}: the reranker file name must end in .onnx")
         if save_torch is not None and save_torch.exists() and not save_torch.is_dir():
             raise ConfigError(f"--save-torch {save_torch}: is a file; give a folder")
+        require_extra(lora)  # before the minutes of mining hard negatives
         settings = Settings()
         config = TrainConfig(lora=lora, max_length=max_length, batch_size=batch_size,
                              epochs=epochs, lr=lr, max_steps=max_steps, seed=seed,

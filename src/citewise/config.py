@@ -96,12 +96,36 @@ class Settings(BaseSettings):
         "docs/reranker.md), a .onnx file written by `citewise train-reranker`, a local "
         "sentence-transformers cross-encoder folder, or empty = no reranker."
     )
+    embedding_precision: Literal["auto", "fp32", "int8"] = Field(
+        "auto", description="Precision of 'minilm': 'int8' (about 2x faster on CPUs with "
+        "VNNI; recorded as 'minilm-int8'), 'fp32', or 'auto': the one the index already holds, "
+        "else int8 where the CPU has VNNI and fp32 elsewhere (see docs/benchmarks.md).",
+    )
     threads: int = Field(2, ge=1, description="CPU threads for model inference.")
-    embed_batch_size: int = Field(32, ge=1)
+    embed_batch_size: int = Field(32, ge=1, description="Texts per embedding batch (sorted "
+                                  "by length first).")
 
     # --- chunking -----------------------------------------------------------------------
     chunk_tokens: int = Field(480, ge=32, description="Target chunk size in model tokens.")
     chunk_overlap: int = Field(48, ge=0, description="Overlap between split chunks, in tokens.")
+
+    # --- ingest limits and OCR ----------------------------------------------------------
+    max_file_mb: float = Field(
+        512.0, gt=0, description="Largest file an ingest reads, in MiB (checked before it is "
+        "read; a larger one is reported failed).",
+    )
+    max_pages: int = Field(
+        5000, ge=1, description="Most pages of a PDF an ingest reads (checked before the "
+        "first page; a longer one is reported failed).",
+    )
+    ocr: bool = Field(
+        False, description="Read image-only PDF pages (scans) with OCR (RapidOCR, pip "
+        "install 'citewise[ocr]'); off: they are reported as needing OCR.",
+    )
+    ocr_dpi: int = Field(
+        100, ge=50, le=400, description="Resolution PDF pages are rendered at for OCR "
+        "(dots per inch; see docs/benchmarks.md for accuracy and speed).",
+    )
 
     # --- retrieval ----------------------------------------------------------------------
     fusion: Fusion = Fusion.WEIGHTED
@@ -160,7 +184,7 @@ class Settings(BaseSettings):
         3, ge=1, description="At most this many chunks per file in the evidence pool.",
     )
     evidence_tokens: int = Field(
-        300, ge=40,
+        220, ge=40,
         description="Budget for the sentence evidence in the prompt, in tokens of the embedding "
         "model's tokenizer (evidence='sentences'); it sets the local model's wait for the first "
         "word.",

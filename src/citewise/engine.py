@@ -37,7 +37,7 @@ from citewise.errors import (
 )
 from citewise.ingest.pipeline import Ingestor, IngestReport, ProgressFn, reanalyze
 from citewise.retrieve.analysis import ANALYZER_VERSION, tokenize
-from citewise.retrieve.embedding import Embedder, load_embedder
+from citewise.retrieve.embedding import MINILM_NAMES, Embedder, load_embedder
 from citewise.retrieve.rerank import Reranker, load_reranker
 from citewise.retrieve.retriever import Retriever, SearchResult, clean_query
 from citewise.store.base import Store
@@ -66,9 +66,19 @@ class Engine:
 
     @cached_property
     def embedder(self) -> Embedder:
-        return load_embedder(
-            self.settings.embedding_model, self.settings.threads, self.settings.embed_batch_size
-        )
+        """The configured embedding model. For ``minilm`` with ``embedding_precision=auto``
+        the precision is the one the index's vectors were made with (``minilm``: fp32,
+        ``minilm-int8``: int8), so that an existing index is searched and extended in its own
+        vector space; an empty index gets the CPU's choice
+        (:func:`~citewise.retrieve.embedding.choose_precision`)."""
+        s = self.settings
+        precision = s.embedding_precision
+        if s.embedding_model == "minilm" and precision == "auto":
+            stored, _ = self.store.stored_model()
+            by_name = {name: p for p, name in MINILM_NAMES.items()}
+            if stored in by_name and self.store.info().chunks:
+                precision = by_name[stored]
+        return load_embedder(s.embedding_model, s.threads, s.embed_batch_size, precision)
 
     @cached_property
     def reranker(self) -> Reranker | None:
@@ -394,7 +404,7 @@ class Engine:
         deterministic one."""
         from citewise.scan.scanner import Scanner
 
-        return Scanner(self.store, lambda: self.embedder,
+        return Scanner(self.settings, self.store, lambda: self.embedder,
                        lambda collection: Ingestor(self.settings, self.store, self.embedder,
                                                    collection),
                        playbook, checker)

@@ -12,6 +12,7 @@ later the HTTP API) translate them into exit codes or statuses::
     │   ├── NoTextLayerError        a PDF with no extractable text (OCR needed)
     │   ├── EncryptedDocumentError  a password is needed to open it
     │   ├── CorruptDocumentError    truncated or malformed file
+    │   ├── TooLargeDocumentError   more pages or bytes than the ingest limits
     │   └── EncodingError           the text encoding could not be detected
     ├── IndexError_                 the index on disk is unusable as configured
     │   ├── EmbeddingMismatchError  the index was built with another embedding model
@@ -65,7 +66,12 @@ class EmptyDocumentError(DocumentError):
 
 
 class NoTextLayerError(DocumentError):
-    reason = "no extractable text (scanned image?): OCR needed before it can be indexed"
+    reason = ("no extractable text (scanned image?): OCR needed before it can be indexed; set "
+              "CITEWISE_OCR=true (pip install 'citewise[ocr]') and ingest it again")
+
+
+class TooLargeDocumentError(DocumentError):
+    reason = "larger than the ingest limits (CITEWISE_MAX_PAGES, CITEWISE_MAX_FILE_MB)"
 
 
 class EncryptedDocumentError(DocumentError):

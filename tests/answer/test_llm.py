@@ -4,15 +4,17 @@ extractive fallback against real servers that fail (cases C27, C28 and the C29 k
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
+import httpx
 import pytest
 from pydantic import ValidationError
 
 from citewise.answer.factory import open_provider
 from citewise.answer.llm import LeadingExampleFilter
-from citewise.answer.local import BUNDLED, assemble, resolve_model_file, verify_gguf
+from citewise.answer.local import BUNDLED, assemble, resolve_model_file, serve, verify_gguf
 from citewise.answer.prompts import SYSTEM_PROMPT, build_messages
 from citewise.answer.providers import PRESETS, OpenAICompatible
 from citewise.answer.selection import names
@@ -81,6 +83,29 @@ def test_the_assembled_model_passes_its_checks(small_llm: Path) -> None:
     assert assemble(model, small_llm.parent) == small_llm  # already there: checked, reused
 
 
+@pytest.mark.skipif(not hasattr(os, "memfd_create"), reason="memfd_create is Linux only")
+def test_the_bundled_model_loads_from_its_parts_with_no_copy_on_disk(tmp_path: Path) -> None:
+    """One copy on disk (issue 19): the parts are joined into a sealed in-memory file, checked
+    byte for byte, and a copy joined by an earlier version is deleted; llama.cpp serves it."""
+    model = BUNDLED["qwen2.5-coder-0.5b"]
+    legacy = tmp_path / "models" / model.file_name
+    legacy.parent.mkdir()
+    legacy.write_bytes(b"GGUF" + b"\0" * 60)  # an earlier version's joined copy (here: bad)
+    name, path = resolve_model_file(Settings(home=tmp_path, llm_model=model.name))
+    assert name == model.name and str(path).startswith("/proc/self/fd/")
+    assert not legacy.exists() and list((tmp_path / "models").iterdir()) == []
+    assert path.stat().st_size == model.size
+    verify_gguf(path, model.size, model.sha256)
+    with pytest.raises(OSError):  # sealed: nothing can change it after the check
+        os.write(int(path.name), b"x")
+    assert resolve_model_file(Settings(home=tmp_path, llm_model=model.name))[1] == path
+    url = serve(path, threads=1, context=1024)
+    reply = httpx.post(f"{url}/chat/completions", timeout=120, json={
+        "model": model.name, "max_tokens": 4,
+        "messages": [{"role": "user", "content": "Say yes."}]}).json()
+    assert reply["choices"][0]["message"]["content"].strip()
+
+
 def test_a_tampered_or_foreign_model_file_is_refused(tmp_path: Path) -> None:
     fake = tmp_path / "model.gguf"
     fake.write_bytes(b"GGUF" + (3).to_bytes(4, "little") + b"\0" * 56)
@@ -96,12 +121,12 @@ def test_a_tampered_or_foreign_model_file_is_refused(tmp_path: Path) -> None:
     fake.write_bytes(b"PK\x03\x04" + b"\0" * 60)  # a zip, not a GGUF
     with pytest.raises(ModelError, match="not a GGUF"):
         verify_gguf(fake, 64, good)
-    # a bundled file that was altered in place is refused before loading
+    # a joined file that was altered in place is refused before loading
     model = BUNDLED["qwen2.5-coder-0.5b"]
     (tmp_path / "models").mkdir()
     (tmp_path / "models" / model.file_name).write_bytes(b"GGUF")
     with pytest.raises(ModelError, match="delete it"):
-        resolve_model_file(Settings(home=tmp_path, llm_model="qwen2.5-coder-0.5b"))
+        assemble(model, tmp_path / "models")
     with pytest.raises(ModelError, match="neither a bundled model"):
         resolve_model_file(Settings(home=tmp_path, llm_model="gpt-17"))
 

@@ -74,7 +74,6 @@ def check_report(report, name: str, fmt: str, paged: bool) -> None:
         "states 'thirty (30) days', within 90 days"
 
 
-@pytest.mark.slow  # renders and scans a CUAD contract in three formats
 def test_scan_text_pdf_and_docx(env):
     txt = env / "contract.txt"
     txt.write_bytes(CONTRACT.read_bytes())

@@ -35,7 +35,6 @@ def test_parse_reply(reply: str, parsed) -> None:  # type: ignore[no-untyped-def
     assert parse_reply(reply) == parsed
 
 
-@pytest.mark.slow  # several real LLM calls
 def test_the_real_model_judges_a_governing_law_clause(llm_url: str) -> None:
     provider = OpenAICompatible("llamacpp", llm_url, "qwen2.5-coder-0.5b", None, 120.0)
     checker = LLMChecker(provider, DeterministicChecker())

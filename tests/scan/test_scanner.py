@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 from citewise.eval.cuad import load_contracts, overlaps
 from citewise.ingest.parsers.base import parser_for
 from citewise.scan.checks import Verdict
@@ -28,7 +26,6 @@ def _scanner(engine) -> Scanner:
     return engine.scanner(load_playbook("default"))
 
 
-@pytest.mark.slow  # classifies four full CUAD contracts
 def test_clause_finding_floor_on_a_fixed_eval_subset(engine):
     contracts = {c.file: c for c in load_contracts(CUAD, "eval")}
     scanner = _scanner(engine)

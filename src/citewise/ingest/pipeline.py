@@ -28,9 +28,9 @@ from pathlib import Path
 import numpy as np
 
 from citewise.config import Settings
-from citewise.errors import DocumentError, EmptyDocumentError
+from citewise.errors import DocumentError, EmptyDocumentError, TooLargeDocumentError
 from citewise.ingest.chunking import chunk_document, content_hash, embedding_text
-from citewise.ingest.parsers.base import parser_for
+from citewise.ingest.parsers.base import ParseOptions, parse_options, parser_for
 from citewise.retrieve.embedding import Embedder
 from citewise.store.base import Store
 from citewise.text.analysis import ANALYZER_VERSION, analyze
@@ -98,8 +98,10 @@ def _display_path(file: Path, root: Path, collections: Path | None = None) -> st
     return (Path(root.name) / file.relative_to(root)).as_posix()
 
 
-def parse_file(file: Path, data: bytes, display: str | None = None) -> ParsedDocument:
-    """``data`` (the bytes of ``file``; its suffix picks the parser) parsed for indexing.
+def parse_file(file: Path, data: bytes, display: str | None = None,
+               options: ParseOptions | None = None) -> ParsedDocument:
+    """``data`` (the bytes of ``file``; its suffix picks the parser) parsed for indexing,
+    with ``options`` (OCR, page limit, page progress; default: none of them).
 
     Raises DocumentError naming ``display`` (default: the file name) when there is nothing
     to index or it cannot be parsed; ``err.detail`` is the reason the ingest records.
@@ -108,7 +110,8 @@ def parse_file(file: Path, data: bytes, display: str | None = None) -> ParsedDoc
     try:
         if not data.strip():
             raise EmptyDocumentError(display)
-        parsed = parser_for(file, data).parse(file, data)
+        with parse_options(options or ParseOptions()):
+            parsed = parser_for(file, data).parse(file, data)
         if not parsed.blocks:
             raise EmptyDocumentError(display)
     except DocumentError:
@@ -141,8 +144,15 @@ class Ingestor:
         self.max_tokens = max(16, min(settings.chunk_tokens, embedder.max_tokens) - PREFIX_TOKENS)
         store.bind_model(embedder.name, embedder.dim)
         store.bind_analyzer(ANALYZER_VERSION)  # AnalyzerMismatchError: run citewise reindex
-        # a change of these re-chunks unchanged files on the next ingest
-        self.fingerprint = f"{embedder.name}:{self.max_tokens}:{settings.chunk_overlap}"
+        # a change of these re-chunks unchanged files on the next ingest (turning OCR on
+        # re-reads the files that had pages without text)
+        self.fingerprint = f"{embedder.name}:{self.max_tokens}:{settings.chunk_overlap}" + (
+            f":ocr{settings.ocr_dpi}" if settings.ocr else "")
+        self.ocr = None
+        if settings.ocr:  # ConfigError now, before any file, when the engine is missing
+            from citewise.ingest.ocr import load_ocr
+
+            self.ocr = load_ocr(settings.threads)
 
     # --- public ---------------------------------------------------------------------------
     def ingest(
@@ -199,9 +209,15 @@ class Ingestor:
         batch: list[_Prepared] = []
         batch_chunks = 0
         for i, (file, root) in enumerate(files):
+            display = _display_path(file, root, self.collections)
             if progress:
-                progress(_display_path(file, root, self.collections), i, len(files))
-            result = self._prepare(file, root, known.get(str(file)))
+                progress(display, i, len(files))
+
+            def page_done(page: int, pages: int, display: str = display, i: int = i) -> None:
+                if progress:
+                    progress(f"{display}: page {page}/{pages}", i, len(files))
+
+            result = self._prepare(file, root, known.get(str(file)), page_done)
             if isinstance(result, FileResult):
                 report.files.append(result)
                 continue
@@ -243,18 +259,37 @@ class Ingestor:
         return report
 
     # --- steps ----------------------------------------------------------------------------
-    def _prepare(self, file: Path, root: Path, old: Document | None) -> _Prepared | FileResult:
+    def options(self, page_progress: Callable[[int, int], None] | None = None) -> ParseOptions:
+        """The parse options of this ingest's settings (OCR, page limit)."""
+        return ParseOptions(ocr=self.ocr, ocr_dpi=self.settings.ocr_dpi,
+                            max_pages=self.settings.max_pages, page_progress=page_progress)
+
+    def _prepare(self, file: Path, root: Path, old: Document | None,
+                 page_progress: Callable[[int, int], None] | None = None,
+                 ) -> _Prepared | FileResult:
         display = _display_path(file, root, self.collections)
+        doc = Document(
+            id=document_id(file), path=display, source_path=str(file), title=file.stem,
+            format=file.suffix.lstrip(".").lower() or "text", content_hash="",
+            metadata={"_root": str(root)}, collection=self.collection,
+        )
         try:
+            size = file.stat().st_size
+            if size > self.settings.max_file_mb * 2**20:  # before reading a byte of it
+                raise TooLargeDocumentError(
+                    display, f"{size / 2**20:.1f} MiB, larger than the limit of "
+                    f"{self.settings.max_file_mb:g} MiB (CITEWISE_MAX_FILE_MB); raise the "
+                    "limit or split the file")
             data = file.read_bytes()
         except OSError as err:
             return FileResult(display, "failed", reason=f"cannot read: {err.strerror or err}")
+        except TooLargeDocumentError as err:
+            self.store.record_failure(replace(
+                doc, error=err.detail,
+                metadata={**doc.metadata, "_fingerprint": self.fingerprint}))
+            return FileResult(display, "failed", reason=err.detail)
         digest = hashlib.sha256(data).hexdigest()
-        doc = Document(
-            id=document_id(file), path=display, source_path=str(file), title=file.stem,
-            format=file.suffix.lstrip(".").lower() or "text", content_hash=digest,
-            metadata={"_root": str(root)}, collection=self.collection,
-        )
+        doc = replace(doc, content_hash=digest)
         if old is not None and old.content_hash == digest and \
                 old.metadata.get("_fingerprint") == self.fingerprint and \
                 old.collection == self.collection:
@@ -262,7 +297,7 @@ class Ingestor:
                 return FileResult(display, "failed", reason=old.error)
             return FileResult(display, "unchanged", chunks=old.chunk_count)
         try:
-            parsed = parse_file(file, data, display)
+            parsed = parse_file(file, data, display, self.options(page_progress))
         except DocumentError as err:  # one bad file never stops the batch
             reason = err.detail
             # replaces any older version atomically, so nothing stale is answered from

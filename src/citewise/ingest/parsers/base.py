@@ -8,16 +8,55 @@ and never returns a document without blocks.
 Parsers register themselves with :func:`register` by format name, suffixes and an optional
 content sniffer, the way third-party parsers would; :func:`parser_for` picks one by content
 first (magic bytes), then suffix, then falls back to text for anything that decodes as text.
+
+What a parse may do beyond reading the bytes (OCR of image-only pages, a page limit, page
+progress) is a :class:`ParseOptions`, set for the calls inside ``with parse_options(...)``
+(a context variable, so concurrent parses in other threads keep their own).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from citewise.types import Block, BlockKind, ParsedDocument
+
+
+@dataclass(frozen=True)
+class ParseOptions:
+    """Settings a parser may use. ``ocr``: an engine with ``read(image) -> lines`` (see
+    :mod:`citewise.ingest.ocr`) that reads image-only PDF pages, None = off; ``ocr_dpi``: the
+    resolution pages are rendered at for it; ``max_pages``: a document with more pages is
+    refused before any page is read (0 = no limit); ``page_progress(page, pages)``: called
+    after each page of a paged document."""
+
+    ocr: Any = None
+    ocr_dpi: int = 100
+    max_pages: int = 0
+    page_progress: Callable[[int, int], None] | None = None
+
+
+_OPTIONS: ContextVar[ParseOptions | None] = ContextVar("citewise_parse_options", default=None)
+_DEFAULT = ParseOptions()
+
+
+def current_options() -> ParseOptions:
+    """The options of the parse running in this context (defaults outside any)."""
+    return _OPTIONS.get() or _DEFAULT
+
+
+@contextmanager
+def parse_options(options: ParseOptions) -> Iterator[ParseOptions]:
+    """Parses inside this block (in this thread or task) use ``options``."""
+    token = _OPTIONS.set(options)
+    try:
+        yield options
+    finally:
+        _OPTIONS.reset(token)
 
 
 class Parser(Protocol):

@@ -21,23 +21,35 @@ gives a warning.
 
 Pages without text (case C01): a page with images (or hundreds of vector paths: text drawn as
 outlines) but fewer than :data:`MIN_LETTERS` letters (a scan, perhaps with a stamp or
-watermark) counts as having no text layer. If no page has
-text, NoTextLayerError (OCR needed) is raised, or EmptyDocumentError when the pages are blank;
-otherwise a warning names those pages: "page N: no extractable text (scanned image?), OCR
-needed" (or "pages 2, 5-9: ...").
+watermark) counts as having no text layer. With OCR on (``ParseOptions.ocr``, the setting
+``CITEWISE_OCR``) such a page is rendered at ``ocr_dpi`` and read by the OCR engine
+(:mod:`citewise.ingest.ocr`), and a warning names the pages read so. Pages drawn from the same
+images only (a scan that repeats one image, blank separator sheets) are read once. If no page
+has text, NoTextLayerError (OCR needed) is raised, or EmptyDocumentError when the pages are
+blank; otherwise a warning names the pages without text: "page N: no extractable text
+(scanned image?), OCR needed" (or "pages 2, 5-9: ...").
+
+Long documents (case N09): pages are read one at a time and each is closed (and its bitmap
+freed) before the next, so memory does not grow with the page count; ``max_pages`` is checked
+before any page is read (TooLargeDocumentError), and ``page_progress(page, pages)`` is called
+after each page.
 
 Errors: a password needed to open the file -> EncryptedDocumentError (owner-password-only
 files open normally, case C02); a damaged or truncated file -> CorruptDocumentError; a ``.pdf``
 file whose content is not PDF but text is parsed as text with a warning (case C06).
 
-PDFium is not thread-safe: one lock serialises every call into it in this process.
+PDFium is not thread-safe: one lock serialises every call into it in this process (it is let
+go while the OCR engine reads a rendered page, so other documents parse meanwhile).
 """
 
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import re
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -47,9 +59,10 @@ from citewise.errors import (
     EmptyDocumentError,
     EncryptedDocumentError,
     NoTextLayerError,
+    TooLargeDocumentError,
 )
 from citewise.ingest.parsers._pdf_layout import Char, Item, layout
-from citewise.ingest.parsers.base import TextBuilder, register
+from citewise.ingest.parsers.base import ParseOptions, TextBuilder, current_options, register
 from citewise.ingest.parsers.text import clean_text, collapse_blobs, parse_mislabelled
 from citewise.types import BlockKind, ParsedDocument
 
@@ -94,14 +107,21 @@ def _parse_locked(path: Path, data: bytes) -> ParsedDocument:
         if getattr(exc, "err_code", None) == pdfium.raw.FPDF_ERR_PASSWORD:
             raise EncryptedDocumentError(path) from exc
         raise CorruptDocumentError(path, f"corrupt or unsupported PDF ({exc})") from exc
+    options = current_options()
     try:
         n_pages = len(pdf)
         if n_pages == 0:
             raise CorruptDocumentError(path, "corrupt or unsupported PDF: it has no pages")
+        if options.max_pages and n_pages > options.max_pages:
+            raise TooLargeDocumentError(
+                path, f"{n_pages} pages, more than the limit of {options.max_pages} "
+                "(CITEWISE_MAX_PAGES); raise the limit or split the file")
         builder = TextBuilder()
         warnings: list[str] = []
         form = _open_form(pdf, warnings)
         no_text: list[int] = []
+        ocr_pages: list[int] = []
+        ocr_seen: dict[str, list[Item]] = {}
         hidden_pages: list[int] = []
         section: list[tuple[int, str]] = []
         first_heading = ""
@@ -109,37 +129,55 @@ def _parse_locked(path: Path, data: bytes) -> ParsedDocument:
         for index in range(n_pages):
             page_no = index + 1
             try:
-                items, has_text, hidden = _read_page(pdf, index, form)
-            except pdfium.PdfiumError as exc:
-                warnings.append(f"page {page_no}: could not be read ({exc})")
-                continue
-            if hidden:
-                hidden_pages.append(page_no)
-            if not has_text:
-                if has_text is None:
-                    no_text.append(page_no)
-                continue
-            for item in items:
-                if item.kind == "heading" and not first_heading:
-                    first_heading = " ".join(clean_text(item.text).split())
-            entries = [_Entry(item, page_no) for item in items]
-            if held:
-                entries = _continue(held, entries) or [*held, *entries]
-            # a table at the end of the page waits: the next page may continue it (N11)
-            last = max((i for i, e in enumerate(entries) if not _furniture(e.item)), default=-1)
-            cut = last if last >= 0 and entries[last].item.kind == "table" else len(entries)
-            for entry in entries[:cut]:
-                _add_item(builder, entry, section)
-            held = entries[cut:]
+                try:
+                    items, has_text, hidden = _read_page(pdf, index, form)
+                except pdfium.PdfiumError as exc:
+                    warnings.append(f"page {page_no}: could not be read ({exc})")
+                    continue
+                if has_text is None and options.ocr is not None:
+                    items = _ocr_page(pdf, index, options, ocr_seen)
+                    if items:
+                        has_text = True
+                        ocr_pages.append(page_no)
+                if hidden:
+                    hidden_pages.append(page_no)
+                if not has_text:
+                    if has_text is None:
+                        no_text.append(page_no)
+                    continue
+                for item in items:
+                    if item.kind == "heading" and not first_heading:
+                        first_heading = " ".join(clean_text(item.text).split())
+                entries = [_Entry(item, page_no) for item in items]
+                if held:
+                    entries = _continue(held, entries) or [*held, *entries]
+                # a table at the end of the page waits: the next page may continue it (N11)
+                last = max((i for i, e in enumerate(entries) if not _furniture(e.item)),
+                           default=-1)
+                cut = last if last >= 0 and entries[last].item.kind == "table" else len(entries)
+                for entry in entries[:cut]:
+                    _add_item(builder, entry, section)
+                held = entries[cut:]
+            finally:
+                if options.page_progress is not None:
+                    options.page_progress(page_no, n_pages)
         for entry in held:
             _add_item(builder, entry, section)
         if not builder.blocks:
+            if no_text and options.ocr is not None:
+                raise NoTextLayerError(path, "no extractable text, and OCR found none on its "
+                                       "pages (blank, or a scan too faint to read)")
             if no_text:
                 raise NoTextLayerError(path)
             raise EmptyDocumentError(path, "no text: every page of the PDF is blank")
-        if no_text:
+        if ocr_pages:
+            warnings.append(f"{_pages(ocr_pages)}: text read by OCR ({options.ocr.name}); it "
+                            "may contain recognition errors")
+        if no_text and options.ocr is not None:
+            warnings.append(f"{_pages(no_text)}: no extractable text, and OCR found none")
+        elif no_text:
             warnings.append(f"{_pages(no_text)}: no extractable text (scanned image?), "
-                            "OCR needed")
+                            "OCR needed (CITEWISE_OCR=true)")
         if hidden_pages:
             warnings.append(f"{_pages(hidden_pages)}: hidden text (invisible, white or tiny) "
                             "was dropped")
@@ -280,6 +318,68 @@ def _metadata_title(pdf: Any) -> str:
 
 
 # --- one page -----------------------------------------------------------------------------------
+
+
+@contextmanager
+def _unlocked() -> Iterator[None]:
+    """Let go of the PDFium lock (held by the caller) for work that does not touch PDFium."""
+    _LOCK.release()
+    try:
+        yield
+    finally:
+        _LOCK.acquire()
+
+
+def _images_key(page: Any) -> str | None:
+    """A digest of what an image-only page shows (its size, and each image's encoded data
+    and placement), or None when the page holds anything but images."""
+    import pypdfium2 as pdfium
+    from pypdfium2 import raw
+
+    digest = hashlib.sha256(repr(page.get_size()).encode())
+    for obj in page.get_objects(max_depth=3):
+        if obj.type == raw.FPDF_PAGEOBJ_FORM:
+            continue
+        if obj.type != raw.FPDF_PAGEOBJ_IMAGE:
+            return None
+        try:
+            data = obj.get_data(decode_simple=False)
+            matrix = obj.get_matrix().get()
+        except pdfium.PdfiumError:
+            return None
+        digest.update(repr(matrix).encode())
+        digest.update(bytes(data))
+    return digest.hexdigest()
+
+
+def _ocr_page(pdf: Any, index: int, options: ParseOptions,
+              seen: dict[str, list[Item]]) -> list[Item]:
+    """The paragraphs the OCR engine reads on page ``index``, rendered at ``options.ocr_dpi``
+    in grayscale; ``seen`` keeps what pages of the same images read (so they are read once).
+    The bitmap is freed before this returns."""
+    from citewise.ingest.ocr import paragraphs
+
+    page = pdf[index]
+    try:
+        key = _images_key(page)
+        if key is not None and key in seen:
+            return list(seen[key])
+        bitmap = page.render(scale=options.ocr_dpi / 72, grayscale=True)
+        try:
+            image = bitmap.to_numpy().copy()
+        finally:
+            bitmap.close()
+    finally:
+        page.close()
+    if image.ndim == 3 and image.shape[2] == 1:
+        image = image[:, :, 0]
+    with _unlocked():  # other documents parse while this page is read
+        lines = options.ocr.read(image)
+    del image
+    items = [Item("paragraph", text) for text in paragraphs(lines)]
+    if key is not None:
+        seen[key] = items
+    return list(items)
 
 
 def _read_page(pdf: Any, index: int, form: Any = None) -> tuple[list[Item], bool | None, bool]:
