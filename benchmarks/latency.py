@@ -31,7 +31,7 @@ import numpy as np
 from citewise.config import Settings
 from citewise.eval.datasets import load_beir
 from citewise.eval.run import build_index
-from citewise.retrieve.analysis import analyze
+from citewise.text.analysis import analyze
 from citewise.retrieve.retriever import Retriever
 from citewise.store.sqlite import SQLiteStore
 from citewise.types import Chunk, Document

@@ -30,7 +30,6 @@ from citewise.engine import Engine
 from citewise.eval.cuad import load_contracts, overlaps
 from citewise.ingest.parsers.base import parser_for
 from citewise.scan.playbook import load_playbook
-from citewise.scan.scanner import Scanner
 from citewise.types import Document
 
 
@@ -50,7 +49,7 @@ def evaluate(cuad: Path, split: str = "eval", limit: int = 0, playbook: str = "d
     types = list(dict.fromkeys(r.clause_type for r in book.rules))
     with tempfile.TemporaryDirectory() as tmp:
         engine = Engine(Settings(home=home or Path(tmp)))
-        scanner = Scanner(engine, book)
+        scanner = engine.scanner(book)
         counts = {t: Counter() for t in types}
         shifted = 0
         seconds = chars = 0.0

@@ -55,7 +55,7 @@ from latency import DATASETS, text_passages  # noqa: E402
 
 from citewise.config import Settings  # noqa: E402
 from citewise.eval.datasets import load_beir  # noqa: E402
-from citewise.retrieve.analysis import analyze, tokenize  # noqa: E402
+from citewise.text.analysis import analyze, tokenize  # noqa: E402
 from citewise.retrieve.embedding import load_embedder  # noqa: E402
 from citewise.retrieve.retriever import Retriever  # noqa: E402
 from citewise.store.postgres import PostgresStore  # noqa: E402

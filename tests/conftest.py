@@ -18,6 +18,41 @@ pytest_plugins = ["tests.llm_fixtures"]
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 CASES = SHARED / "cases" / "files"
 DATASETS = SHARED / "datasets"
+TESTS = Path(__file__).resolve().parent
+
+
+# --- tiers (markers, see pyproject.toml; .ci/run runs each tier and prints its time) ---------
+#: fixtures that load a real bundled model: a test using one (directly or through another
+#: fixture) gets ``model``
+MODEL_FIXTURES = frozenset({"embedder", "cross_encoder_path", "small_llm"})
+#: the bundled LLM served by llama.cpp: ``llm``
+LLM_FIXTURES = frozenset({"small_llm"})
+#: a real PostgreSQL server: ``postgres``
+POSTGRES_FIXTURES = frozenset({"postgres_server_url"})
+#: fixtures that take long to build (training a cross-encoder; indexing long documents with
+#: the real model, or the CUAD contracts for the LLM): every test using one is ``slow``
+SLOW_FIXTURES = frozenset({"cross_encoder_path", "fastapi_engine", "cuad_engine"})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Marks tiers from what a test uses, so a new test lands in the right tier by itself:
+    ``postgres`` (the server fixtures, or tests/store/test_postgres*.py, which start their
+    own), ``browser`` (tests/web), ``llm``, ``model`` and ``slow`` (the fixtures above).
+    Other ``slow`` tests (more than ~10 s on 2 idle cores) are marked in their files."""
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        path = Path(item.path).resolve()
+        rel = path.relative_to(TESTS).as_posix() if path.is_relative_to(TESTS) else ""
+        if fixtures & POSTGRES_FIXTURES or rel.startswith("store/test_postgres"):
+            item.add_marker(pytest.mark.postgres)
+        if rel.startswith("web/"):
+            item.add_marker(pytest.mark.browser)
+        if fixtures & LLM_FIXTURES:
+            item.add_marker(pytest.mark.llm)
+        if fixtures & MODEL_FIXTURES:
+            item.add_marker(pytest.mark.model)
+        if fixtures & SLOW_FIXTURES:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session")

@@ -103,7 +103,7 @@ def _run(args: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
 def _ensure_user() -> None:
     if not _as_root():
         return
-    if subprocess.run(["id", "-u", SYSTEM_USER], capture_output=True).returncode != 0:
+    if subprocess.run(["id", "-u", SYSTEM_USER], capture_output=True, check=False).returncode:
         subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin",
                         SYSTEM_USER], check=True)
 

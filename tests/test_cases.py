@@ -68,6 +68,7 @@ def test_c04_two_column_pdf_answers_both_questions(engine):
     assert "east garage" in answer.text.lower() or "Mill Lane" in answer.text
 
 
+@pytest.mark.slow  # indexes and asks a big staff table, in each format
 @pytest.mark.parametrize("name", ["staff_directory.md", "staff_directory.docx",
                                   "staff_directory.pdf"])
 def test_c05_big_table_rows_keep_their_header(engine, name):
@@ -161,6 +162,7 @@ def test_c16_emoji_and_surrogates(engine, question, expected):
     assert expected in engine.ask(question).text
 
 
+@pytest.mark.slow  # indexes the whole long-lines folder again for each question
 @pytest.mark.parametrize("question, expected", [
     ("Where is the spare key kept?", "blue cabinet"),
     ("When does the nightly backup run?", "23:15"),

@@ -42,6 +42,7 @@ def _normalised(name: str) -> str:
     return name.lower().replace("_", "-")
 
 
+@pytest.mark.slow  # a pip resolution of the default install
 @pytest.mark.slow
 def test_default_install_resolves_without_torch(tmp_path: Path) -> None:
     report = tmp_path / "report.json"

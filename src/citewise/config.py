@@ -25,7 +25,7 @@ from pydantic_settings import (
 )
 
 from citewise.errors import ConfigError
-from citewise.retrieve.language import LANGUAGE_NAMES
+from citewise.text.language import LANGUAGE_NAMES
 
 
 class Fusion(str, Enum):

@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 from citewise.answer.answerer import NO_DOCUMENTS, NOT_FOUND, to_evidence
 from citewise.answer.extractive import ExtractiveAnswerer, idf_table, quote_stream
+from citewise.answer.factory import open_provider
 from citewise.answer.llm import LLMAnswerer
-from citewise.answer.providers import PRESETS, ChatProvider, open_provider
+from citewise.answer.providers import PRESETS, ChatProvider
 from citewise.answer.selection import (
     answerable,
     name_terms,
@@ -45,7 +46,8 @@ from citewise.types import Answer, DoneEvent, Event, StatusEvent
 
 if TYPE_CHECKING:
     from citewise.scan.checks import Checker
-    from citewise.scan.scanner import ScanProgressFn, ScanReport
+    from citewise.scan.playbook import Playbook
+    from citewise.scan.scanner import Scanner, ScanProgressFn, ScanReport
 
 log = logging.getLogger(__name__)
 
@@ -374,11 +376,10 @@ class Engine:
         checker. Raises ConfigError for a bad playbook, DocumentError when the file cannot
         be indexed."""
         from citewise.scan.playbook import load_playbook
-        from citewise.scan.scanner import Scanner
 
         self.check_model()
         book = load_playbook(playbook)
-        return Scanner(self, book, checker or self.scan_checker()).scan(path, progress)
+        return self.scanner(book, checker or self.scan_checker()).scan(path, progress)
 
     def scan_document(self, document_id: str, playbook: str | Path = "default", *,
                       checker: Checker | None = None,
@@ -388,7 +389,6 @@ class Engine:
         NotFoundError for an unknown id, DocumentError when its file is gone or changed
         since it was indexed, ConfigError for a bad playbook."""
         from citewise.scan.playbook import load_playbook
-        from citewise.scan.scanner import Scanner
 
         doc = self.store.document(document_id)
         if doc is None:
@@ -396,7 +396,18 @@ class Engine:
                                 "GET /api/documents")
         self.check_model()
         book = load_playbook(playbook)
-        return Scanner(self, book, checker or self.scan_checker()).scan_indexed(doc, progress)
+        return self.scanner(book, checker or self.scan_checker()).scan_indexed(doc, progress)
+
+    def scanner(self, playbook: Playbook, checker: Checker | None = None) -> Scanner:
+        """A :class:`~citewise.scan.scanner.Scanner` on this engine's store, embedder (loaded
+        when the scan first needs it) and ingest pipeline; ``checker`` defaults to the
+        deterministic one."""
+        from citewise.scan.scanner import Scanner
+
+        return Scanner(self.settings, self.store, lambda: self.embedder,
+                       lambda collection: Ingestor(self.settings, self.store, self.embedder,
+                                                   collection),
+                       playbook, checker)
 
     def scan_checker(self, mode: str | None = None) -> Checker:
         """The clause checker for ``mode`` (default ``settings.scan_checker``): the LLM checker

@@ -124,7 +124,7 @@ class Chunk:
     content_hash: str = ""
     token_count: int = 0
     #: ISO 639-1 code of the chunk's detected language (``"und"`` when undetermined, ``""``
-    #: when not recorded), see :func:`citewise.retrieve.language.detect_language`.
+    #: when not recorded), see :func:`citewise.text.language.detect_language`.
     language: str = ""
     page_starts: tuple[tuple[int, int], ...] = ()
 

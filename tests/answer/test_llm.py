@@ -12,10 +12,11 @@ import httpx
 import pytest
 from pydantic import ValidationError
 
+from citewise.answer.factory import open_provider
 from citewise.answer.llm import LeadingExampleFilter
 from citewise.answer.local import BUNDLED, assemble, resolve_model_file, serve, verify_gguf
 from citewise.answer.prompts import SYSTEM_PROMPT, build_messages
-from citewise.answer.providers import PRESETS, OpenAICompatible, open_provider
+from citewise.answer.providers import PRESETS, OpenAICompatible
 from citewise.answer.selection import name_terms, names, unknown_names
 from citewise.config import Settings
 from citewise.errors import ConfigError, ModelError
@@ -393,6 +394,7 @@ def test_the_prompts_evidence_markers_never_reach_the_reader(make_engine, tmp_pa
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
+@pytest.mark.slow  # indexes three long pages of docs/ with the real embedding model
 @pytest.mark.parametrize("question", [
     "Can I pay for citewise with PayPal or a credit card?",
     "Is there a citewise mobile app for iPhone or Android?",
@@ -458,6 +460,7 @@ def test_only_the_asking_clause_is_searched_for_names() -> None:
     assert name_terms(question) == [] and unknown_names(question, {}) == []
 
 
+@pytest.mark.slow  # indexes three long pages of docs/ with the real embedding model
 def test_a_question_naming_what_no_document_mentions_is_declined_naming_it(
         make_engine, broken_server) -> None:
     """A near miss whose other words the docs hold ("log in", "web UI", "single") is

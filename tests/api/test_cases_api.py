@@ -69,13 +69,13 @@ def test_c31_headers_and_heartbeat_while_the_llm_is_silent(make_app, docs_dir, s
     slow_llm.delay, slow_llm.tokens = 1.6, 2
     app, _ = make_app(ingest=[docs_dir], llm_provider="llamacpp", llm_base_url=slow_llm.url,
                       llm_model="slow", planner="rules", sse_ping_seconds=0.5)
-    with LiveServer(app) as server, httpx.Client(base_url=server.url, timeout=30) as c:
-        with c.stream("POST", "/api/chat/stream",
-                      json={"query": "How long does the laptop warranty last?"}) as r:
-            assert r.headers["content-type"].startswith("text/event-stream")
-            assert r.headers["cache-control"] == "no-cache"
-            assert r.headers["x-accel-buffering"] == "no"
-            lines = list(r.iter_lines())
+    with (LiveServer(app) as server, httpx.Client(base_url=server.url, timeout=30) as c,
+          c.stream("POST", "/api/chat/stream",
+                   json={"query": "How long does the laptop warranty last?"}) as r):
+        assert r.headers["content-type"].startswith("text/event-stream")
+        assert r.headers["cache-control"] == "no-cache"
+        assert r.headers["x-accel-buffering"] == "no"
+        lines = list(r.iter_lines())
     first_token = next(i for i, x in enumerate(lines) if x == "event: token")
     generate = next(i for i, x in enumerate(lines) if '"stage": "generate"' in x)
     pings = [i for i, x in enumerate(lines) if x.startswith(": ping")]

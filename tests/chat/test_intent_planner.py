@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from citewise.answer.providers import open_provider
+from citewise.answer.factory import open_provider
 from citewise.chat.intent import GREETINGS, Intent, classify
 from citewise.chat.planner import Directive, LLMPlanner, Plan, RulePlanner, parse_plan
 from citewise.chat.sessions import History
@@ -93,5 +93,5 @@ def test_llm_planner_with_the_real_small_model(llm_settings, tmp_path):
     events, plan = _run(LLMPlanner(provider, max_tokens=48).run(query, NO_HISTORY))
     assert plan.directive is Directive.SEARCH
     assert plan.argument == query  # reaches the search unchanged
-    assert [type(e).__name__ for e in events][0] == "StatusEvent"
+    assert type(events[0]).__name__ == "StatusEvent"
     assert all(isinstance(e, ThinkingEvent) for e in events[1:])

@@ -14,6 +14,8 @@ from citewise.eval.datasets import load_beir, subset
 from citewise.eval.run import run_dataset
 from tests.conftest import DATASETS
 
+pytestmark = pytest.mark.slow  # the fixture indexes 340 SciFact abstracts with the real model
+
 
 @pytest.fixture(scope="module")
 def rows(tmp_path_factory):

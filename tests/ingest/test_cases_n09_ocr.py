@@ -152,6 +152,7 @@ def test_c01_with_ocr_mixed_file_reads_page_2_and_says_so(make_engine) -> None:
     assert {b.page for b in doc.blocks if "HSD-2025-014" in b.text} == {1}  # the text layer
 
 
+@pytest.mark.slow  # OCR over a long scanned PDF
 @pytest.mark.slow
 def test_n09_with_ocr_answers_v17_citing_page_543_in_bounded_memory(make_engine) -> None:
     _needs_ocr()

@@ -88,8 +88,8 @@ def test_hard_wrapped_prose_stays_one_sentence():
     text = ("The kettle warranty lasts two years for buyers living in\nGermany and three years "
             "elsewhere. Returns take 30 days.\nOpening hours\nMonday: 9-17")
     assert sentences(text) == [
-        "The kettle warranty lasts two years for buyers living in\nGermany and three years "
-        "elsewhere.",
+        ("The kettle warranty lasts two years for buyers living in\nGermany and three years "
+         "elsewhere."),
         "Returns take 30 days.",
         "Opening hours",
         "Monday: 9-17",

@@ -406,10 +406,10 @@ def test_layout_two_columns_read_one_after_the_other() -> None:
     items = _pdf_layout.layout(lines)
     assert [(i.kind, i.text) for i in items] == [
         ("heading", "Newsletter title"),
-        ("paragraph", "\n".join(["The board agreed to extend", "the opening hours to nine",
-                                 "on Thursdays from May on."])),
-        ("paragraph", "\n".join(["The north car park closes", "for resurfacing in June so",
-                                 "visitors use the east garage."])),
+        ("paragraph", ("The board agreed to extend\nthe opening hours to nine\n"
+                      "on Thursdays from May on.")),
+        ("paragraph", ("The north car park closes\nfor resurfacing in June so\n"
+                      "visitors use the east garage.")),
     ]
 
 

@@ -74,7 +74,7 @@ def held_out_pairs(scifact_train):
     doc_ids = sorted(ds.corpus)
     out = []
     for qid in sorted(ds.qrels)[N_TRAIN_QUERIES : N_TRAIN_QUERIES + HELD_OUT]:
-        did = sorted(ds.qrels[qid])[0]
+        did = min(ds.qrels[qid])
         pos = ds.corpus[did]
         neg = ds.corpus[rng.choice(doc_ids)]
         out.append((ds.queries[qid], f"{pos.title} {pos.text}", f"{neg.title} {neg.text}"))

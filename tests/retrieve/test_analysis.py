@@ -1,4 +1,4 @@
-from citewise.retrieve.analysis import analyze, tokenize
+from citewise.text.analysis import analyze, tokenize
 
 
 def test_identifiers_match_their_words():

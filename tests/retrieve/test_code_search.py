@@ -52,8 +52,8 @@ def test_code_citation_reads_path_lines_and_symbol(code_engine):
 
 
 def test_code_citation_without_symbol_and_other_formats_unchanged():
-    base = dict(n=1, chunk_id="c", document_id="d", title="t", char_start=0, char_end=5,
-                score=1.0)
+    base = {"n": 1, "chunk_id": "c", "document_id": "d", "title": "t", "char_start": 0,
+            "char_end": 5, "score": 1.0}
     module_code = Citation(path="src/app.py", section=(), page=None, line_start=3, line_end=7,
                            format="code", **base)
     assert module_code.location == "src/app.py:3-7"

@@ -28,8 +28,8 @@ def test_weighted_min_max_with_alpha_as_bm25_weight():
     assert out["b"] == pytest.approx(0.6 * 0.875)
     assert out["c"] == pytest.approx(0.4 * 1.0)
     assert out["d"] == pytest.approx(0.4 * (6 - 3) / (12 - 3))
-    assert [h.chunk_id for h in weighted(DENSE, SPARSE, alpha=1.0)][0] == "c"
-    assert [h.chunk_id for h in weighted(DENSE, SPARSE, alpha=0.0)][0] == "a"
+    assert weighted(DENSE, SPARSE, alpha=1.0)[0].chunk_id == "c"
+    assert weighted(DENSE, SPARSE, alpha=0.0)[0].chunk_id == "a"
 
 
 def test_combine_and_dedup_tags_sources_and_dedups():

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from citewise.retrieve.kazakh import stem
-from citewise.retrieve.language import detect_language
+from citewise.text.kazakh import stem
+from citewise.text.language import detect_language
 from tests.conftest import DATASETS
 
 

@@ -43,6 +43,7 @@ def test_shipped_files_are_small():
     assert all(size < 50_000_000 for size in sizes.values()), sizes
 
 
+@pytest.mark.slow  # loads MiniLM on both PyTorch and ONNX Runtime
 def test_fp32_matches_the_pytorch_model(fp32):
     """Indexes built by sentence-transformers stay valid: cosine >= 0.999 per text (measured
     1.00000 at 6 decimals), token counts identical."""

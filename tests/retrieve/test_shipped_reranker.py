@@ -70,6 +70,7 @@ def rows(tmp_path_factory):
     return {r["run"]: r for r in run_dataset(dataset, settings, [settings.embedding_model])}
 
 
+@pytest.mark.slow  # indexes 909 SciFact abstracts and reranks 100 queries
 def test_the_shipped_reranker_improves_ndcg_over_the_fusion_alone(rows):
     fusion = rows["pipeline:minilm:weighted"]
     reranked = rows["hybrid:minilm:weighted+rerank"]

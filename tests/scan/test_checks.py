@@ -5,8 +5,16 @@ from __future__ import annotations
 import pytest
 
 from citewise.scan.checks import (
-    CheckResult, Checker, Clause, DeterministicChecker, Duration, Verdict, find_durations,
-    governing_jurisdiction, locate_quote, words_to_number,
+    Checker,
+    CheckResult,
+    Clause,
+    DeterministicChecker,
+    Duration,
+    Verdict,
+    find_durations,
+    governing_jurisdiction,
+    locate_quote,
+    words_to_number,
 )
 from citewise.scan.playbook import Rule, load_playbook
 
@@ -40,8 +48,8 @@ def test_find_durations_exact_values_and_spans():
 
 
 @pytest.mark.parametrize(("text", "name"), [
-    ("This Agreement shall be governed by the laws of the State of New York, without regard "
-     "to its conflicts of law; the courts of Delaware shall have jurisdiction.", "New York"),
+    (("This Agreement shall be governed by the laws of the State of New York, without regard "
+      "to its conflicts of law; the courts of Delaware shall have jurisdiction."), "New York"),
     ("construed in accordance with the laws of England and Wales", "England and Wales"),
     ("governed by West Virginia law", "West Virginia"),
     ("the internal laws of the Commonwealth of Massachusetts", "Massachusetts"),

@@ -6,7 +6,12 @@ import pytest
 
 from citewise.errors import ConfigError
 from citewise.scan.playbook import (
-    DurationCheck, JurisdictionCheck, PatternCheck, Severity, bundled, load_playbook,
+    DurationCheck,
+    JurisdictionCheck,
+    PatternCheck,
+    Severity,
+    bundled,
+    load_playbook,
 )
 
 VALID_RULE = """

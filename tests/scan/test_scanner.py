@@ -23,7 +23,7 @@ SUBSET = [
 
 
 def _scanner(engine) -> Scanner:
-    return Scanner(engine, load_playbook("default"))
+    return engine.scanner(load_playbook("default"))
 
 
 def test_clause_finding_floor_on_a_fixed_eval_subset(engine):
@@ -96,8 +96,8 @@ def test_missing_and_absent_clauses(engine, tmp_path):
     flags = {f.rule: f for f in report.flags}
     law = flags["governing-law"]
     assert (law.verdict, law.explanation) == (
-        Verdict.DEVIATES, "governed by the law of California, not one of the accepted Delaware, "
-        "New York")
+        Verdict.DEVIATES, ("governed by the law of California, not one of the accepted "
+                           "Delaware, New York"))
     assert report.flags[0].rule == "governing-law"  # high severity and deviates come first
     cap = flags["liability-cap"]
     assert cap.verdict is Verdict.MISSING and cap.citation is None

@@ -13,10 +13,10 @@ import psycopg
 import pytest
 
 from citewise.config import Settings
-from citewise.retrieve.analysis import analyze, tokenize
 from citewise.store.factory import open_store
 from citewise.store.postgres import PostgresStore
 from citewise.store.sqlite import SQLiteStore
+from citewise.text.analysis import analyze, tokenize
 from citewise.types import Chunk, Document
 from tests.conftest import DATASETS
 from tests.suites.store import DIM, StoreSuite, make_doc, unit

@@ -8,9 +8,9 @@ import json
 
 import numpy as np
 
-from citewise.retrieve.analysis import tokenize
 from citewise.store.postgres import PostgresStore
 from citewise.store.sqlite import SQLiteStore
+from citewise.text.analysis import tokenize
 from tests.conftest import DATASETS
 from tests.store.test_postgres import _scifact, _stats_are_consistent, _write
 from tests.suites.store import DIM

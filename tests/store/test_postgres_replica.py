@@ -9,8 +9,8 @@ import time
 import psycopg
 import pytest
 
-from citewise.retrieve.analysis import tokenize
 from citewise.store.postgres import PostgresStore
+from citewise.text.analysis import tokenize
 from tests import pgserver
 from tests.suites.store import DIM, make_doc, unit
 

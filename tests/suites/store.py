@@ -6,13 +6,13 @@ returning an empty store; the tests below must pass unchanged for every backend.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
-from dataclasses import replace
-
 from citewise.errors import AnalyzerMismatchError, EmbeddingMismatchError
-from citewise.retrieve.analysis import analyze, tokenize
+from citewise.text.analysis import analyze, tokenize
 from citewise.types import Chunk, Document
 
 DIM = 8

@@ -207,6 +207,7 @@ def test_the_cli_refuses_bad_training_settings_before_preparing_data(env, tiny_j
     assert not out.exists()
 
 
+@pytest.mark.slow  # trains a cross-encoder
 def test_listwise_training_learns_to_put_the_positive_first(tiny_jsonl):
     """A few steps on 8 questions: the untrained head orders each question's positive above
     both random abstracts for about a third of them (chance); after training, for most."""

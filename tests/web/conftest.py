@@ -84,7 +84,7 @@ def page(new_page) -> Page:
 
 
 @pytest.fixture
-def server(make_app, docs_dir):
+def server(make_app, docs_dir):  # noqa: F811 - the imported fixtures, requested by name
     """``citewise``'s app on the two-document collection (no LLM: quoted answers)."""
     app, _ = make_app(ingest=[docs_dir])
     with LiveServer(app) as s:

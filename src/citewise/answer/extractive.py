@@ -17,9 +17,9 @@ from collections.abc import Iterator, Sequence
 
 from citewise.answer.answerer import NOT_FOUND
 from citewise.answer.selection import candidates
-from citewise.retrieve.analysis import tokenize
 from citewise.retrieve.embedding import Embedder
-from citewise.retrieve.language import detect_language
+from citewise.text.analysis import tokenize
+from citewise.text.language import detect_language
 from citewise.types import Answer, DoneEvent, Event, Evidence, StatusEvent, TokenEvent
 
 RELATIVE_FLOOR = 0.75

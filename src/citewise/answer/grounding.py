@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 
-from citewise.retrieve.analysis import tokenize
+from citewise.text.analysis import tokenize
 from citewise.types import Evidence, SentenceSupport
 
 MAX_HOLD = 24  # characters held back after "[" while waiting for "]"

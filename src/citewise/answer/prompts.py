@@ -17,8 +17,8 @@ from collections.abc import Callable, Sequence
 from citewise.answer.answerer import NOT_FOUND
 from citewise.answer.providers import Message
 from citewise.ingest.chunking import sentences
-from citewise.retrieve.analysis import tokenize
-from citewise.retrieve.language import detect_language, language_name
+from citewise.text.analysis import tokenize
+from citewise.text.language import detect_language, language_name
 from citewise.types import Evidence
 
 # The concrete example in rule 2 makes small models cite far more reliably than an abstract
@@ -46,7 +46,7 @@ _WRAPPER_TAGS = re.compile(r"<\s*(/?)\s*(passage|evidence)\b", re.IGNORECASE)
 
 def question_language(question: str) -> str:
     """The language name for the rule 'Answer in ...': the question's language as the
-    retriever detects it (:func:`citewise.retrieve.language.detect_language`, the one
+    retriever detects it (:func:`citewise.text.language.detect_language`, the one
     detector), such as "Kazakh", "Russian", "Chinese" or "English"; "the language of the
     question" when the letters do not tell (a Latin-script question with no English function
     word may be French or German)."""

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Protocol, TypedDict
 
 from citewise.config import LLM_PROVIDERS, Settings
-from citewise.errors import ConfigError, ProviderError
+from citewise.errors import ProviderError
 
 
 class Message(TypedDict):
@@ -168,37 +168,6 @@ def api_key_for(settings: Settings, preset: Preset) -> str | None:
     return os.environ.get(preset.key_env) if preset.key_env else None
 
 
-def open_provider(settings: Settings) -> ChatProvider | None:
-    """The provider the settings name, or None for ``none``.
-
-    Raises ConfigError for an unknown name, a preset without a needed key or base URL, and
-    ModelError when the bundled model is missing or fails its checks.
-    """
-    name = settings.llm_provider.strip().lower()
-    if name == NONE:
-        return None
-    if name == LOCAL:
-        from citewise.answer.local import local_provider
-
-        return local_provider(settings)
-    preset = PRESETS.get(name)
-    if preset is None:
-        raise ConfigError(f"CITEWISE_LLM_PROVIDER={settings.llm_provider!r} is not known; "
-                          f"use one of: {', '.join(PROVIDERS)}")
-    base_url = settings.llm_base_url or preset.base_url
-    if not base_url:
-        raise ConfigError(f"provider {name!r} needs CITEWISE_LLM_BASE_URL "
-                          "(for example http://127.0.0.1:8080/v1)")
-    model = settings.llm_model or preset.model
-    if not model:
-        raise ConfigError(f"provider {name!r} needs CITEWISE_LLM_MODEL (the served model's name)")
-    key = api_key_for(settings, preset)
-    if preset.needs_key and not key:
-        raise ConfigError(f"provider {name!r} needs an API key: set {preset.key_env} or "
-                          "CITEWISE_LLM_API_KEY")
-    return OpenAICompatible(name, base_url, model, key, settings.llm_timeout)
-
-
 def wait_until_ready(base_url: str, timeout: float = 30.0) -> None:
     """Poll ``GET {base_url}/models`` until it answers 200; ProviderError after ``timeout`` s."""
     import httpx
@@ -216,4 +185,4 @@ def wait_until_ready(base_url: str, timeout: float = 30.0) -> None:
 
 
 __all__ = ["PRESETS", "PROVIDERS", "ChatProvider", "Message", "OpenAICompatible", "Preset",
-           "open_provider", "wait_until_ready"]
+           "wait_until_ready"]

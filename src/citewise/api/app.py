@@ -66,7 +66,7 @@ STATUS: dict[type[CitewiseError], int] = {
 def status_for(err: CitewiseError) -> int:
     for cls in type(err).__mro__:
         if cls in STATUS:
-            return STATUS[cls]  # type: ignore[index]
+            return STATUS[cls]
     return 500
 
 

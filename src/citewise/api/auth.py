@@ -34,6 +34,7 @@ import ipaddress
 import re
 import secrets
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 from fastapi import HTTPException, Request, status
@@ -129,7 +130,7 @@ class Reader:
         """The owner whose chats this reader sees: its own; None = all (the admin only)."""
         return None if self.admin else self.owner
 
-    def filters(self, requested: dict | None = None) -> dict | None:
+    def filters(self, requested: dict[str, Any] | None = None) -> dict[str, Any] | None:
         """``requested`` store filters narrowed to the readable collections (a requested
         ``collections`` list is intersected with them)."""
         out = dict(requested or {})

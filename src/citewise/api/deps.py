@@ -29,7 +29,8 @@ class AppState:
 
 
 def get_state(request: Request) -> AppState:
-    return request.app.state.citewise
+    state: AppState = request.app.state.citewise
+    return state
 
 
 def get_settings(request: Request) -> Settings:

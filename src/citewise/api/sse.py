@@ -22,7 +22,7 @@ import logging
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import asdict
-from typing import Any
+from typing import Any, Self
 
 from sse_starlette import EventSourceResponse
 
@@ -43,7 +43,7 @@ class StreamCounter:
         self._lock = threading.Lock()
         self._n = 0
 
-    def __enter__(self) -> StreamCounter:
+    def __enter__(self) -> Self:
         with self._lock:
             self._n += 1
         return self
@@ -120,7 +120,7 @@ async def bridge(make_events: Callable[[], Iterator[Event]],
                 put(ErrorEvent("internal error; see the server log", "InternalError"))
             finally:
                 if events is not None and hasattr(events, "close"):
-                    events.close()  # type: ignore[attr-defined]
+                    events.close()
                 put(_END)
 
     threading.Thread(target=work, name="citewise-stream", daemon=True).start()

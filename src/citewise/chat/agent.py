@@ -441,4 +441,4 @@ class Agent:
                                 filters=filters, extractive=False)
 
 
-__all__ = ["Agent", "NOT_A_QUESTION", "SCAN_UNAVAILABLE", "citation_dict", "validate_query"]
+__all__ = ["NOT_A_QUESTION", "SCAN_UNAVAILABLE", "Agent", "citation_dict", "validate_query"]

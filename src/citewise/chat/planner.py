@@ -34,7 +34,7 @@ from collections.abc import Generator
 from dataclasses import dataclass, replace
 from enum import Enum
 
-from citewise.answer.providers import ChatProvider
+from citewise.answer.providers import ChatProvider, Message
 from citewise.chat.sessions import (
     History,
     is_follow_up,
@@ -229,7 +229,8 @@ class LLMPlanner:
         self.provider = provider
         self.max_tokens = max_tokens
 
-    def _messages(self, query: str, history: History, context_hint: str | None) -> list:
+    def _messages(self, query: str, history: History,
+                  context_hint: str | None) -> list[Message]:
         lines = []
         if history.summary:
             lines.append(f"Summary of the earlier conversation: {history.summary}")

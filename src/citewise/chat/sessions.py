@@ -166,11 +166,11 @@ def migrate(engine: SAEngine) -> None:
     def upgrade(rev: Any, context: Any) -> Any:
         return script._upgrade_revs("head", rev)
 
-    with engine.begin() as conn:
-        with EnvironmentContext(cfg, script, fn=upgrade, destination_rev="head") as env:
-            env.configure(connection=conn, target_metadata=Base.metadata)
-            with env.begin_transaction():
-                env.run_migrations()
+    with (engine.begin() as conn,
+          EnvironmentContext(cfg, script, fn=upgrade, destination_rev="head") as env):
+        env.configure(connection=conn, target_metadata=Base.metadata)
+        with env.begin_transaction():
+            env.run_migrations()
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:

@@ -19,12 +19,12 @@ from citewise.eval.datasets import BeirDataset
 from citewise.eval.metrics import evaluate
 from citewise.ingest.parsers.text import paragraph_spans
 from citewise.ingest.pipeline import Ingestor
-from citewise.retrieve.analysis import ANALYZER_VERSION
 from citewise.retrieve.embedding import load_embedder
 from citewise.retrieve.fusion import fuse
 from citewise.retrieve.rerank import load_reranker
 from citewise.retrieve.retriever import Retriever
 from citewise.store.sqlite import SQLiteStore
+from citewise.text.analysis import ANALYZER_VERSION
 from citewise.types import Block, BlockKind, Hit, ParsedDocument
 
 METRICS_K = (6, 10, 100)  # recall@6 is the Kazakh legal QA paper's measure
@@ -37,7 +37,8 @@ def _parsed(title: str, text: str) -> ParsedDocument:
     block), so a long legal act is chunked like the file ``citewise ingest`` would read."""
     spans = paragraph_spans(text)
     if len(spans) <= 1:
-        blocks = (Block(BlockKind.PARAGRAPH, text, 0, len(text)),) if text.strip() else ()
+        blocks: tuple[Block, ...] = ((Block(BlockKind.PARAGRAPH, text, 0, len(text)),)
+                                     if text.strip() else ())
     else:
         blocks = tuple(Block(BlockKind.PARAGRAPH, text[s:e], s, e, line_start=a, line_end=b)
                        for s, e, a, b in spans)

@@ -6,7 +6,7 @@ For each file under the given paths:
    size) match the stored document is *unchanged* and skipped;
 2. parse it (:mod:`citewise.ingest.parsers`), chunk it (:mod:`citewise.ingest.chunking`);
 3. detect each chunk's language and analyse its text for BM25 with that language's stemmer
-   (:mod:`citewise.retrieve.analysis`); embed chunks whose content hash has no stored vector
+   (:mod:`citewise.text.analysis`); embed chunks whose content hash has no stored vector
    yet (batched across files);
 4. write the document with all its chunks and vectors in one transaction (``upsert_document``).
 
@@ -31,10 +31,10 @@ from citewise.config import Settings
 from citewise.errors import DocumentError, EmptyDocumentError, TooLargeDocumentError
 from citewise.ingest.chunking import chunk_document, content_hash, embedding_text
 from citewise.ingest.parsers.base import ParseOptions, parse_options, parser_for
-from citewise.retrieve.analysis import ANALYZER_VERSION, analyze
-from citewise.retrieve.language import detect_language
 from citewise.retrieve.embedding import Embedder
 from citewise.store.base import Store
+from citewise.text.analysis import ANALYZER_VERSION, analyze
+from citewise.text.language import detect_language
 from citewise.types import Chunk, Document, ParsedDocument
 
 #: Folders never descended into.
@@ -353,7 +353,7 @@ class Ingestor:
 def reanalyze(store: Store, progress: ProgressFn | None = None) -> IngestReport:
     """Recompute every chunk's language and BM25 terms from its stored text with the current
     analysis, keeping chunks and vectors (nothing is re-embedded, no file is read), then record
-    :data:`~citewise.retrieve.analysis.ANALYZER_VERSION` in the store.
+    :data:`~citewise.text.analysis.ANALYZER_VERSION` in the store.
 
     Each document is rewritten in one transaction, so an interrupted run leaves whole
     documents and can be run again. Returns a report with one ``updated`` entry per document.

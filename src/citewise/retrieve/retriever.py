@@ -17,7 +17,7 @@ blended with ``sigmoid(reranker logit)`` by ``Settings.rerank_weight``.
 
 Language routing (as the S3 documentation bot does): when the index holds several languages
 (chunks carry their detected language, :attr:`Chunk.language`) and the question's language
-(:func:`~citewise.retrieve.language.detect_language`) holds at least
+(:func:`~citewise.text.language.detect_language`) holds at least
 :data:`ROUTING_MIN_SHARE` of the chunks, both legs are also searched with a ``language``
 filter, and the final ranking puts the chunks in the question's language first, in their
 order, then the others (their scores scaled by 1e-3, so scores stay descending). When no chunk
@@ -39,12 +39,12 @@ import numpy as np
 
 from citewise.config import SearchMode, Settings
 from citewise.errors import QueryError
-from citewise.retrieve.analysis import content_terms, tokenize
 from citewise.retrieve.embedding import Embedder
 from citewise.retrieve.fusion import fuse
-from citewise.retrieve.language import UNDETERMINED, detect_language
 from citewise.retrieve.rerank import Reranker, passage_text, sigmoid
 from citewise.store.base import Store
+from citewise.text.analysis import content_terms, tokenize
+from citewise.text.language import UNDETERMINED, detect_language
 from citewise.types import Hit
 
 _INVISIBLE = {"Cf", "Cc", "Zs", "Zl", "Zp"}

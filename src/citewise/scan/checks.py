@@ -16,8 +16,13 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol, runtime_checkable
 
+from citewise.scan.jurisdictions import JURISDICTIONS
 from citewise.scan.playbook import (
-    DurationCheck, JurisdictionCheck, PatternCheck, PresenceCheck, Rule,
+    DurationCheck,
+    JurisdictionCheck,
+    PatternCheck,
+    PresenceCheck,
+    Rule,
 )
 
 
@@ -214,23 +219,6 @@ def check_duration(spec: DurationCheck, clause: Clause) -> CheckResult:
 
 # --- jurisdictions --------------------------------------------------------------------------
 
-_US_STATES = (
-    "Alabama Alaska Arizona Arkansas California Colorado Connecticut Delaware Florida Georgia "
-    "Hawaii Idaho Illinois Indiana Iowa Kansas Kentucky Louisiana Maine Maryland Massachusetts "
-    "Michigan Minnesota Mississippi Missouri Montana Nebraska Nevada Ohio Oklahoma Oregon "
-    "Pennsylvania Tennessee Texas Utah Vermont Virginia Washington Wisconsin Wyoming").split() + [
-    "New Hampshire", "New Jersey", "New Mexico", "New York", "North Carolina", "North Dakota",
-    "Rhode Island", "South Carolina", "South Dakota", "West Virginia", "District of Columbia",
-    "Puerto Rico"]
-_OTHER = [
-    "England and Wales", "England", "Scotland", "Ireland", "United Kingdom", "Ontario",
-    "British Columbia", "Quebec", "Alberta", "Canada", "Hong Kong", "Singapore",
-    "People's Republic of China", "China", "Taiwan", "Japan", "Korea", "India", "Israel",
-    "Germany", "France", "Switzerland", "Netherlands", "Sweden", "Italy", "Spain", "Australia",
-    "Brazil", "Mexico", "Luxembourg", "Cayman Islands", "Bermuda", "British Virgin Islands",
-]
-#: Jurisdiction names the ``jurisdiction`` check recognises (US states, DC, common others).
-JURISDICTIONS: tuple[str, ...] = tuple(_US_STATES + _OTHER)
 _ALIASES = {"people's republic of china": "China", "prc": "China",
             "district of columbia": "District of Columbia"}
 # longest first, so "West Virginia" wins over "Virginia" and "England and Wales" over "England"

@@ -22,7 +22,7 @@ contracts; :data:`DEFAULT_THRESHOLD` otherwise). A chunk carries the types of it
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 
@@ -141,7 +141,7 @@ class Prototypes:
     owner: np.ndarray
     thresholds: dict[str, float]
 
-    def extended(self, embedder: Embedder, examples: dict[str, Sequence[str]]) -> Prototypes:
+    def extended(self, embedder: Embedder, examples: Mapping[str, Sequence[str]]) -> Prototypes:
         """A copy with the given example texts per type added as prototypes."""
         texts = [(t, x) for t, xs in examples.items() for x in xs if t in self.labels]
         if not texts:

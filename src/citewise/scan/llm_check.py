@@ -17,7 +17,7 @@ import re
 
 from citewise.answer.providers import ChatProvider, Message
 from citewise.errors import ProviderError
-from citewise.scan.checks import CheckResult, Checker, Clause, Verdict, locate_quote
+from citewise.scan.checks import Checker, CheckResult, Clause, Verdict, locate_quote
 from citewise.scan.playbook import Rule
 
 log = logging.getLogger(__name__)
@@ -32,7 +32,7 @@ Reply with one JSON object and nothing else:
 - "deviates": the clause is of this kind but does not satisfy it.
 - "not_this_clause": the text is not a clause of this kind."""
 
-_OBJECT = re.compile(r"\{.*\}", re.S)
+_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
 _VERDICTS = {"compliant": Verdict.COMPLIANT, "deviates": Verdict.DEVIATES,
              "not_this_clause": Verdict.MISSING}
 

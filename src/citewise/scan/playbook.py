@@ -42,6 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from citewise.errors import ConfigError
 from citewise.scan.clause_types import CLAUSE_TYPES, canonical
+from citewise.scan.jurisdictions import JURISDICTIONS
 
 PLAYBOOK_DIR = Path(__file__).parent / "playbooks"
 
@@ -81,8 +82,6 @@ class JurisdictionCheck(_Strict):
     @field_validator("allowed")
     @classmethod
     def _known(cls, value: list[str]) -> list[str]:
-        from citewise.scan.checks import JURISDICTIONS
-
         unknown = [v for v in value if v.casefold() not in {j.casefold() for j in JURISDICTIONS}]
         if unknown:
             raise ValueError(f"unknown jurisdiction(s) {unknown}; use names such as "

@@ -4,7 +4,7 @@ Steps (each reported through the progress callback as ``(step, done, total)``):
 
 0. ``load``: the embedding model and the clause prototypes are loaded (once per scanner);
 1. ``ingest``: a file that is not indexed yet (or changed since) is indexed through the
-   engine's ingest pipeline like any other document (so it can be searched and cited); an
+   ingest pipeline like any other document (so it can be searched and cited); an
    indexed document is read where it is, in its own collection and under its own path, and
    is never re-ingested or moved (:meth:`Scanner.scan_indexed`). Its text is then parsed;
 2. ``classify``: the document is cut into clause units, each scored against every CUAD clause
@@ -24,12 +24,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from citewise.config import Settings
 from citewise.errors import CorruptDocumentError, DocumentError
 from citewise.ingest.parsers.base import parser_for
-from citewise.ingest.pipeline import document_id
-from citewise.retrieve.embedding import load_embedder
+from citewise.ingest.pipeline import Ingestor, document_id
+from citewise.retrieve.embedding import Embedder, load_embedder
 from citewise.scan.checks import Checker, CheckResult, Clause, DeterministicChecker, Verdict
 from citewise.scan.classify import (
     ClauseClassifier,
@@ -38,10 +39,8 @@ from citewise.scan.classify import (
     load_prototypes,
 )
 from citewise.scan.playbook import Playbook, Rule, Severity
+from citewise.store.base import Store
 from citewise.types import Block, Chunk, Citation, Document, ParsedDocument
-
-if TYPE_CHECKING:
-    from citewise.engine import Engine
 
 #: Added to a candidate's score when one of the rule's keywords occurs in it.
 KEYWORD_BONUS = 0.03
@@ -108,13 +107,29 @@ class ScanReport:
                 "timings_ms": {k: round(v, 1) for k, v in self.timings_ms.items()}}
 
 
-class Scanner:
-    """Scans documents of one engine against one playbook with one checker (deterministic
-    unless another :class:`~citewise.scan.checks.Checker` is given)."""
+IngestorFn = Callable[[str | None], Ingestor]  # collection (None: the default) -> Ingestor
 
-    def __init__(self, engine: Engine, playbook: Playbook, checker: Checker | None = None,
+
+class Scanner:
+    """Scans documents of one index against one playbook with one checker (deterministic
+    unless another :class:`~citewise.scan.checks.Checker` is given).
+
+    It takes only the parts it uses: ``settings`` (threads and batch size for the classifier's
+    own fp32 model), ``store`` (documents and chunks are read from it), ``embedder`` (called
+    for the embedding model when the clause classifier is first needed, so loading it is
+    timed as the ``load`` step) and ``ingestor`` (an :class:`~citewise.ingest.pipeline.Ingestor`
+    on the same store for a collection, None meaning the default one; used when a scanned
+    file is new or changed). :meth:`Engine.scanner <citewise.engine.Engine.scanner>` wires
+    them.
+    """
+
+    def __init__(self, settings: Settings, store: Store, embedder: Callable[[], Embedder],
+                 ingestor: IngestorFn, playbook: Playbook, checker: Checker | None = None,
                  candidates: int = 3) -> None:
-        self.engine = engine
+        self.settings = settings
+        self.store = store
+        self._embedder = embedder
+        self._ingestor = ingestor
         self.playbook = playbook
         self.checker: Checker = checker or DeterministicChecker()
         self.candidates = candidates
@@ -125,9 +140,9 @@ class Scanner:
         always embeds in fp32: the shipped CUAD prototypes and thresholds were calibrated on
         fp32 vectors, and int8 ones found fewer clauses (12 against 14 of the 20 annotated
         on the fixed eval subset of tests/scan/test_scanner.py)."""
-        embedder = self.engine.embedder
+        embedder = self._embedder()
         if embedder.family == "minilm" and getattr(embedder, "precision", "fp32") != "fp32":
-            s = self.engine.settings
+            s = self.settings
             embedder = load_embedder("minilm", s.threads, s.embed_batch_size, "fp32")
         examples: dict[str, list[str]] = {}
         for rule in self.playbook.rules:
@@ -139,33 +154,33 @@ class Scanner:
 
         A file already indexed with the same bytes is scanned where it is
         (:meth:`scan_indexed`); one indexed with other bytes is re-indexed in its own
-        collection under its own path; a new file is ingested into the engine's default
+        collection under its own path; a new file is ingested into the default
         collection. Raises a :class:`~citewise.errors.DocumentError` when the file cannot be
         indexed.
         """
         file = Path(path).expanduser().resolve()
-        known = self.engine.store.document(document_id(file))
+        known = self.store.document(document_id(file))
         if known is not None and known.status == "indexed" and file.is_file() and \
                 hashlib.sha256(file.read_bytes()).hexdigest() == known.content_hash:
             return self.scan_indexed(known, progress)
         step, timings = self._stepper(progress)
         step(0)
-        self.classifier
+        self.classifier  # noqa: B018 - load the model and prototypes, timed as their own step
         step(1)
         if known is not None:  # changed since: re-index it in place, never into another one
             root = Path(known.metadata.get("_root", known.source_path))
-            report = self.engine.ingest_files([(file, root)], collection=known.collection)
+            report = self._ingestor(known.collection).ingest_files([(file, root)])
         else:
-            report = self.engine.ingest([file])
+            report = self._ingestor(None).ingest([file])
         failed = [f for f in report.files if f.status == "failed"]
         if failed:
             raise DocumentError(file, failed[0].reason)
-        document = self.engine.store.document(document_id(file))
+        document = self.store.document(document_id(file))
         if document is None:  # pragma: no cover - ingest reported success
             raise CorruptDocumentError(file)
         data = file.read_bytes()
         parsed = parser_for(file, data).parse(file, data)
-        chunks = self.engine.store.chunks_of(document.id)
+        chunks = self.store.chunks_of(document.id)
         return self.check_document(document, parsed, chunks, step, timings)
 
     def scan_indexed(self, document: Document,
@@ -192,10 +207,10 @@ class Scanner:
                                 "re-index it (upload it again or run citewise ingest) first")
         step, timings = self._stepper(progress)
         step(0)
-        self.classifier
+        self.classifier  # noqa: B018 - load the model and prototypes, timed as their own step
         step(1)
         parsed = parser_for(file, data).parse(file, data)
-        chunks = self.engine.store.chunks_of(document.id)
+        chunks = self.store.chunks_of(document.id)
         return self.check_document(document, parsed, chunks, step, timings)
 
     @staticmethod
@@ -250,8 +265,9 @@ class Scanner:
 
     def _flag(self, rule: Rule, labelled: Sequence[Labelled], document: Document,
               parsed: ParsedDocument) -> Flag:
-        base = dict(rule=rule.id, title=rule.title, clause_type=rule.clause_type,
-                    severity=rule.severity, checker=self.checker.name)
+        base: dict[str, Any] = {"rule": rule.id, "title": rule.title,
+                                "clause_type": rule.clause_type, "severity": rule.severity,
+                                "checker": self.checker.name}
         chosen: tuple[Labelled, CheckResult] | None = None
         for _, lab in self.ranked(rule, labelled)[: self.candidates]:
             u = lab.unit

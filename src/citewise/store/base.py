@@ -111,7 +111,7 @@ class Store(Protocol):
 
     def bind_analyzer(self, version: str, *, force: bool = False) -> None:
         """Record the text-analysis version of the index's BM25 terms
-        (:data:`citewise.retrieve.analysis.ANALYZER_VERSION`), or check it.
+        (:data:`citewise.text.analysis.ANALYZER_VERSION`), or check it.
 
         Raises AnalyzerMismatchError when the index holds chunks analysed by another recorded
         version, unless ``force`` (after every chunk was re-analysed).
@@ -131,7 +131,7 @@ class Store(Protocol):
 
         ``vectors``: float32, shape (len(chunks), dim), L2-normalised, row i for chunks[i].
         ``terms``: the analysed BM25 text of each chunk (space-separated tokens of
-        :func:`citewise.retrieve.analysis.analyze`), computed from ``chunk.text`` when None.
+        :func:`citewise.text.analysis.analyze`), computed from ``chunk.text`` when None.
         Raises ValueError when the shapes disagree.
         """
 
@@ -150,7 +150,7 @@ class Store(Protocol):
         """Exact cosine top-k for a float32 (dim,) L2-normalised query vector."""
 
     def sparse_search(self, terms: Sequence[str], k: int, filters: Filters | None = None) -> list[Hit]:
-        """BM25 top-k for analysed query terms (see :mod:`citewise.retrieve.analysis`).
+        """BM25 top-k for analysed query terms (see :mod:`citewise.text.analysis`).
 
         An empty ``terms`` or an empty index returns [] (never raises).
         """

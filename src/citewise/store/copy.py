@@ -15,14 +15,13 @@ AnalyzerMismatchError.
 from __future__ import annotations
 
 import time
-from contextlib import nullcontext
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
 from citewise.errors import ConfigError
 from citewise.store.base import Store
-
 
 #: The mark a copy in progress leaves on its target (:meth:`Store.mark_unfinished`).
 UNFINISHED = ("an unfinished copy: citewise migrate was interrupted while copying into this "

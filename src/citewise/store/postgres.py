@@ -21,7 +21,7 @@ Design
   tokens, and ``generation``, bumped by every write). The formula is the SQLite store's,
   :func:`citewise.store.sqlite.bm25_scores` (Lucene's smoothed IDF, k1=0.9, b=0.4), with
   every matching chunk scored exactly, so both stores rank the same data the same way.
-  Tokens come from :mod:`citewise.retrieve.analysis`, as for SQLite; PostgreSQL's own text
+  Tokens come from :mod:`citewise.text.analysis`, as for SQLite; PostgreSQL's own text
   search is not used (``ts_rank`` is not BM25).
 * ``chunks.language`` is each chunk's detected language (ISO 639-1), for language routing and
   the ``language`` filter.
@@ -536,7 +536,7 @@ class PostgresStore(LanguageCounts):
         if dim is not None and len(chunks) and vectors.shape[1] != dim:
             raise ValueError(f"vectors are {vectors.shape[1]}-d but the index holds {dim}-d")
         if terms is None:
-            from citewise.retrieve.analysis import analyze
+            from citewise.text.analysis import analyze
 
             terms = [analyze(c.text) for c in chunks]
         counts = [Counter(t.split()) for t in terms]

@@ -4,7 +4,7 @@ Design
 ------
 * ``documents``: one row per indexed file (content hash, path, title, warnings, metadata).
 * ``chunks``: one row per chunk, holding its text, ``source_text``, location, the analysed BM25
-  text (``terms``, space-separated tokens from :mod:`citewise.retrieve.analysis`) and the
+  text (``terms``, space-separated tokens from :mod:`citewise.text.analysis`) and the
   embedding (``vector``, float32 little-endian bytes). Keeping the vector on the chunk row makes
   "a chunk without a vector" unrepresentable.
 * ``chunks_fts``: an FTS5 index over ``chunks.terms`` (external content, kept in step by
@@ -14,7 +14,7 @@ Design
   half of the chunks or more to ~0, which breaks small collections (case C39).
 * ``meta``: the schema version, the embedding model name and dimension, the version of the
   text analysis that made the BM25 terms (``analyzer``, see
-  :data:`citewise.retrieve.analysis.ANALYZER_VERSION`), and ``generation``, a counter bumped
+  :data:`citewise.text.analysis.ANALYZER_VERSION`), and ``generation``, a counter bumped
   by every write so readers know when to reload their in-memory matrix.
 * ``chunks.language``: each chunk's detected language (ISO 639-1), for language routing and
   the ``language`` filter.
@@ -360,7 +360,7 @@ class SQLiteStore(LanguageCounts):
         if dim is not None and len(chunks) and vectors.shape[1] != dim:
             raise ValueError(f"vectors are {vectors.shape[1]}-d but the index holds {dim}-d")
         if terms is None:
-            from citewise.retrieve.analysis import analyze
+            from citewise.text.analysis import analyze
 
             terms = [analyze(c.text) for c in chunks]
         db = self.db

@@ -32,10 +32,10 @@ from pathlib import Path
 from citewise.config import SearchMode, Settings
 from citewise.errors import ConfigError
 from citewise.eval.datasets import BeirDataset, first_documents, load_beir, load_squad_retrieval
-from citewise.retrieve.analysis import tokenize
 from citewise.retrieve.rerank import passage_text
 from citewise.retrieve.retriever import Retriever
 from citewise.store.base import Store
+from citewise.text.analysis import tokenize
 from citewise.types import Hit
 
 ProgressFn = Callable[[str, int, int], None]

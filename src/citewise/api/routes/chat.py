@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter
 from fastapi.concurrency import run_in_threadpool
 from sse_starlette import EventSourceResponse
@@ -15,7 +17,7 @@ from citewise.types import DoneEvent, ErrorEvent, InterruptEvent
 
 router = APIRouter(prefix="/api", tags=["chat"])
 
-_ERRORS = {422: {"description": "blank question"},
+_ERRORS: dict[int | str, dict[str, Any]] = {422: {"description": "blank question"},
            413: {"description": "question longer than max_request_chars"},
            404: {"description": "unknown conversation_id"}}
 

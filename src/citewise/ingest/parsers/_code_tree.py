@@ -32,7 +32,7 @@ import importlib
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 __all__ = ["LANGUAGES", "Span", "gap_style", "language_for", "symbol_spans"]
@@ -140,7 +140,7 @@ def gap_style(language: str) -> str:
     return LANGUAGES[language].gap_style
 
 
-@lru_cache(maxsize=None)
+@cache
 def _language(language: str):  # type: ignore[no-untyped-def]
     from tree_sitter import Language
 

@@ -248,12 +248,13 @@ def _add_table(
         header_rows = rows[:n_header]
     else:
         header_rows, n_header = rows[:1], 1
-    header = " | ".join(
+    heading = " | ".join(
         " ".join(filter(None, col)) for col in zip(*(cells for _, cells in header_rows))
     )
     body = "\n".join(" | ".join(cells) for _, cells in rows[n_header:] if any(cells))
+    header: str | None = heading
     if not body:
-        body, header = header, None
+        body, header = heading, None
     builder.add(BlockKind.TABLE, body, section=section, header=header)
 
 

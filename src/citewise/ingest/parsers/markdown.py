@@ -274,12 +274,12 @@ def _inline_text(tok: Token) -> str:
                          else None)
             parts.append("\x00")  # marks where the link text starts
         elif kind == "link_close" and hrefs:
-            href = hrefs.pop()
+            target = hrefs.pop()
             start = len(parts) - 1 - parts[::-1].index("\x00")
             label = "".join(parts[start + 1:])
             del parts[start]
-            if href and href.removeprefix("mailto:") != label.strip():
-                parts.append(f" ({href})")
+            if target and target.removeprefix("mailto:") != label.strip():
+                parts.append(f" ({target})")
     text = _SPACES_RE.sub(" ", "".join(parts).replace("\x00", ""))
     return collapse_blobs(text.replace(" \n", "\n").replace("\n ", "\n").strip())
 
