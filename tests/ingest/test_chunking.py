@@ -94,3 +94,22 @@ def test_hard_wrapped_prose_stays_one_sentence():
         "Opening hours",
         "Monday: 9-17",
     ]
+
+
+def test_no_chunk_is_a_heading_alone(embedder):
+    """Regression: a heading over a list too long to share its chunk became a chunk of its
+    own ("How many results: top_k, per_file and min_score", no text), which retrieval ranked
+    first for "What is the default top_k?" while the list item holding the answer came
+    second. A title directly over a subheading is the same case."""
+    items = "\n".join(f"- `setting_{i}` (default {i}) is one of the settings of this list."
+                      for i in range(40))
+    parsed = build(
+        (BlockKind.HEADING, "Config", {"section": ("Config",)}),
+        (BlockKind.HEADING, "How many results", {"section": ("Config", "How many results")}),
+        (BlockKind.LIST, items, {"section": ("Config", "How many results")}),
+    )
+    chunks = chunk_document("d", parsed, embedder.count_tokens, max_tokens=120)
+    assert len(chunks) > 2
+    assert all("default" in c.text for c in chunks)
+    assert chunks[0].section == ("Config", "How many results")
+    assert "`setting_0` (default 0)" in chunks[0].text

@@ -376,6 +376,12 @@ def chunk_document(
         tokens += unit.tokens + (1 if len(current) > 1 else 0)
     if current:
         groups.append(current)
+    # a group of headings alone (a heading whose section starts with a block too long to
+    # share its chunk, or a title over a subheading) holds no text of its own: each heading
+    # is already in the section path of the chunks below it, which is embedded and indexed
+    # with them, so such a group is dropped rather than retrieved as an empty passage
+    content_groups = [g for g in groups if any(u.block.kind is not BlockKind.HEADING for u in g)]
+    groups = content_groups or groups
 
     chunks = []
     for ordinal, units in enumerate(groups):
