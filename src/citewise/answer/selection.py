@@ -263,8 +263,9 @@ def names(question: str) -> list[str]:
 
 
 def unknown_names(question: str, df: Mapping[str, int]) -> list[str]:
-    """The :func:`names` of ``question`` that no indexed document holds: ``df`` maps an
-    analysed term to its document frequency in the collection (a term missing counts as 0);
+    """The :func:`names` of the asking clause of ``question`` (:func:`question_clause`) that
+    no indexed document holds: ``df`` maps an analysed term to its document frequency in the
+    collection (a term missing counts as 0);
     a name is looked up by its whole analysed form (``SharePoint`` -> ``sharepoint``). A
     question about a thing the documents never name cannot be answered from them: the
     engine declines it without a model call and says which names are missing."""
