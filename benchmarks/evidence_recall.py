@@ -49,6 +49,18 @@ def holds(text: str, item: dict[str, Any], kind: str) -> bool:
     return any(bench.normalise(a) in bench.normalise(text) for a in item["answers"])
 
 
+def ranked_evidence(engine: Engine, question: str) -> tuple[list[Any], list[Any]]:
+    """(evidence pool, ranked candidates) for ``question``, computed as
+    ``Engine.answer_stream`` computes them (retrieval pool, collection and in-document IDF)."""
+    evidence = to_evidence(engine.search_evidence(question).hits)
+    n, df = engine.store.term_document_frequencies(list(dict.fromkeys(tokenize(question))))
+    local = {d: engine.retriever.document_term_weights(d, question)
+             for d in dict.fromkeys(ev.citation.document_id for ev in evidence)}
+    ranked = rank_candidates(question, evidence, engine.embedder, idf=idf_table(n, df),
+                             document_idf=local)
+    return evidence, ranked
+
+
 def measure(home: Path, wanted: set[str], split: str, budget: int | None) -> list[dict[str, Any]]:
     base = Settings(home=home)
     rows = []
@@ -57,12 +69,7 @@ def measure(home: Path, wanted: set[str], split: str, budget: int | None) -> lis
         s = engine.settings
         for item in items:
             q = item["question"]
-            evidence = to_evidence(engine.search_evidence(q).hits)
-            n, df = engine.store.term_document_frequencies(list(dict.fromkeys(tokenize(q))))
-            local = {d: engine.retriever.document_term_weights(d, q)
-                     for d in dict.fromkeys(ev.citation.document_id for ev in evidence)}
-            ranked = rank_candidates(q, evidence, engine.embedder, idf=idf_table(n, df),
-                                     document_idf=local)
+            evidence, ranked = ranked_evidence(engine, q)
             _, name_df = engine.store.term_document_frequencies(name_terms(q))
             declined = bool(unknown_names(q, name_df)) or not answerable(ranked, q)
             chosen = sentence_evidence(evidence, ranked, max_passages=s.top_k,

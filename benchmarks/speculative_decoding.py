@@ -27,16 +27,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import answers as bench
 import httpx
+from evidence_recall import ranked_evidence
 
-from citewise.answer.answerer import to_evidence
-from citewise.answer.extractive import idf_table
 from citewise.answer.local import resolve_model_file
 from citewise.answer.prompts import build_messages
 from citewise.answer.providers import wait_until_ready
-from citewise.answer.selection import rank_candidates, sentence_evidence
+from citewise.answer.selection import sentence_evidence
 from citewise.config import Settings
 from citewise.engine import Engine
-from citewise.retrieve.analysis import tokenize
 
 
 def prompts(home: Path) -> list[list[Any]]:
@@ -47,12 +45,7 @@ def prompts(home: Path) -> list[list[Any]]:
         s = engine.settings
         for item in [i for i in items if i.get("answerable", True)][:6]:
             q = item["question"]
-            evidence = to_evidence(engine.search_evidence(q).hits)
-            n, df = engine.store.term_document_frequencies(list(dict.fromkeys(tokenize(q))))
-            local = {d: engine.retriever.document_term_weights(d, q)
-                     for d in dict.fromkeys(ev.citation.document_id for ev in evidence)}
-            ranked = rank_candidates(q, evidence, engine.embedder, idf=idf_table(n, df),
-                                     document_idf=local)
+            evidence, ranked = ranked_evidence(engine, q)
             chosen = sentence_evidence(evidence, ranked, max_passages=s.top_k,
                                        budget_tokens=s.evidence_tokens,
                                        count_tokens=engine.embedder.count_tokens)
