@@ -34,7 +34,7 @@ Measured, per answerer x evidence mode x collection:
 
 Usage::
 
-    python benchmarks/answers.py [--answerers extractive,qwen2.5-coder-1.5b]
+    python benchmarks/answers.py [--answerers extractive,qwen2.5-coder-1.5b,qwen2.5-coder-1.5b:pick]
         [--evidence sentences,passages] [--split dev|test|all] [--collections docs,code]
         [--threads 2] [--json results.json] [--limit 5]
 """
@@ -200,14 +200,15 @@ def engines(settings: Settings, answerers: list[str], evidence: list[str],
     shared: Engine | None = None
     for name in answerers:
         for mode in evidence:
+            model, _, style = name.partition(":")
             s = settings.model_copy(update={
                 "store": store_path, "evidence": mode,
                 "llm_provider": "none" if name == "extractive" else "local",
-                "llm_model": "" if name == "extractive" else name,
+                "llm_model": "" if name == "extractive" else model,
+                "answer_style": style or "write",
             })
-            engine = Engine(s)
-            if shared is not None:  # one embedder and store for all answerers
-                engine.__dict__["embedder"] = shared.embedder
+            # one embedder for all answerers
+            engine = Engine(s, embedder=shared.embedder if shared is not None else None)
             shared = shared or engine
             out[(name, mode)] = engine
     return out

@@ -100,8 +100,9 @@ def snapshot(index: Path) -> Snapshot:
 
 def _ingest_child(home: str, folder: str, embedder: object) -> None:
     """The body of a forked ingest process: ``Engine.ingest``, as ``citewise ingest`` runs it."""
-    engine = Engine(Settings(home=Path(home), llm_provider="none", threads=1))
-    engine.__dict__["embedder"] = embedder  # loaded by the parent before the fork
+    # the embedder was loaded by the parent before the fork
+    engine = Engine(Settings(home=Path(home), llm_provider="none", threads=1),
+                    embedder=embedder)  # type: ignore[arg-type]
     report = engine.ingest([Path(folder)])
     os._exit(1 if report.count("failed") else 0)
 

@@ -29,18 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import answers as bench
 
-from citewise.answer.answerer import to_evidence
-from citewise.answer.extractive import idf_table
-from citewise.answer.selection import (
-    answerable,
-    name_terms,
-    rank_candidates,
-    sentence_evidence,
-    unknown_names,
-)
 from citewise.config import Settings
 from citewise.engine import Engine
-from citewise.retrieve.analysis import tokenize
 
 
 def holds(text: str, item: dict[str, Any], kind: str) -> bool:
@@ -50,39 +40,41 @@ def holds(text: str, item: dict[str, Any], kind: str) -> bool:
 
 
 def ranked_evidence(engine: Engine, question: str) -> tuple[list[Any], list[Any]]:
-    """(evidence pool, ranked candidates) for ``question``, computed as
-    ``Engine.answer_stream`` computes them (retrieval pool, collection and in-document IDF)."""
-    evidence = to_evidence(engine.search_evidence(question).hits)
-    n, df = engine.store.term_document_frequencies(list(dict.fromkeys(tokenize(question))))
-    local = {d: engine.retriever.document_term_weights(d, question)
-             for d in dict.fromkeys(ev.citation.document_id for ev in evidence)}
-    ranked = rank_candidates(question, evidence, engine.embedder, idf=idf_table(n, df),
-                             document_idf=local)
-    return evidence, ranked
+    """(evidence pool, ranked candidates) for ``question``, as the engine's answer stage
+    computes them (:meth:`AnswerService.read <citewise.answer.service.AnswerService.read>`
+    with abstention off, so that a declined question is ranked too)."""
+    reading = _open(engine).answers.read(question, engine.search_evidence(question))
+    return reading.pool, reading.ranked
+
+
+def _open(engine: Engine) -> Engine:
+    """``engine`` with abstention off, sharing its store and embedder."""
+    return Engine(engine.settings.model_copy(update={"abstain": False}), store=engine.store,
+                  embedder=engine.embedder)
 
 
 def measure(home: Path, wanted: set[str], split: str, budget: int | None) -> list[dict[str, Any]]:
     base = Settings(home=home)
     rows = []
     for name, kind, store_path, items, _root in bench.collections(base, home, wanted, split):
-        engine = Engine(base.model_copy(update={"store": store_path, "llm_provider": "none"}))
-        s = engine.settings
+        update: dict[str, Any] = {"store": store_path, "llm_provider": "none"}
+        if budget:
+            update["evidence_tokens"] = budget
+        engine = Engine(base.model_copy(update=update))
+        unfiltered = _open(engine)
         for item in items:
             q = item["question"]
-            evidence, ranked = ranked_evidence(engine, q)
-            _, name_df = engine.store.term_document_frequencies(name_terms(q))
-            declined = bool(unknown_names(q, name_df)) or not answerable(ranked, q)
-            chosen = sentence_evidence(evidence, ranked, max_passages=s.top_k,
-                                       budget_tokens=budget or s.evidence_tokens,
-                                       count_tokens=engine.embedder.count_tokens
-                                       ) if ranked else []
+            result = engine.search_evidence(q)
+            declined = engine.answers.read(q, result).declined is not None
+            reading = unfiltered.answers.read(q, result)
             ok = item.get("answerable", True)
-            rank = next((i for i, c in enumerate(ranked)
+            rank = next((i for i, c in enumerate(reading.ranked)
                          if holds(c.candidate.text, item, kind)), None) if ok else None
             rows.append({
                 "collection": name, "answerable": ok, "declined": declined, "rank": rank,
-                "pool": ok and any(holds(ev.chunk.text, item, kind) for ev in evidence),
-                "evidence": ok and any(holds(ev.chunk.text, item, kind) for ev in chosen),
+                "pool": ok and any(holds(ev.chunk.text, item, kind) for ev in reading.pool),
+                "evidence": ok and reading.ranked != [] and any(
+                    holds(ev.chunk.text, item, kind) for ev in reading.evidence),
             })
     return rows
 

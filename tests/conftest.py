@@ -24,14 +24,15 @@ TESTS = Path(__file__).resolve().parent
 # --- tiers (markers, see pyproject.toml; .ci/run runs each tier and prints its time) ---------
 #: fixtures that load a real bundled model: a test using one (directly or through another
 #: fixture) gets ``model``
-MODEL_FIXTURES = frozenset({"embedder", "cross_encoder_path", "small_llm"})
+MODEL_FIXTURES = frozenset({"embedder", "cross_encoder_path", "small_llm", "default_llm_url"})
 #: the bundled LLM served by llama.cpp: ``llm``
-LLM_FIXTURES = frozenset({"small_llm"})
+LLM_FIXTURES = frozenset({"small_llm", "default_llm_url"})
 #: a real PostgreSQL server: ``postgres``
 POSTGRES_FIXTURES = frozenset({"postgres_server_url"})
 #: fixtures that take long to build (training a cross-encoder; indexing long documents with
 #: the real model, or the CUAD contracts for the LLM): every test using one is ``slow``
-SLOW_FIXTURES = frozenset({"cross_encoder_path", "fastapi_engine", "cuad_engine"})
+SLOW_FIXTURES = frozenset({"cross_encoder_path", "fastapi_engine", "cuad_engine",
+                           "default_llm_url"})
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -68,17 +69,15 @@ def make_engine(tmp_path, embedder):
     (``home=`` picks another folder),
     sharing the session's embedder (the same real model, loaded once)."""
 
-    def make(**overrides) -> Engine:
+    def make(*, parts: dict | None = None, **overrides) -> Engine:
         home = tmp_path / "home"
         settings = Settings(**{"home": home, "llm_provider": "none", **overrides})
-        engine = Engine(settings)
         # the same model in the same precision: "minilm" in auto precision on a fresh index
         # is what the session's embedder is
-        if settings.embedding_model == embedder.name or (
-                settings.embedding_model == embedder.family
-                and settings.embedding_precision in ("auto", getattr(embedder, "precision", ""))):
-            engine.__dict__["embedder"] = embedder
-        return engine
+        shared = settings.embedding_model == embedder.name or (
+            settings.embedding_model == embedder.family
+            and settings.embedding_precision in ("auto", getattr(embedder, "precision", "")))
+        return Engine(settings, **{"embedder": embedder if shared else None, **(parts or {})})
 
     return make
 

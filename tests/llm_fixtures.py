@@ -29,6 +29,26 @@ def llm_url(small_llm: Path) -> str:
     return serve(small_llm, threads=1, context=4096)
 
 
+@pytest.fixture(scope="session")
+def default_llm_url(tmp_path_factory) -> str:
+    """Base URL of llama.cpp's server for the default bundled model (1.5B), loaded from its
+    installed packages as `citewise ask` loads it, two threads: for behaviour the small model
+    is too weak to show (choosing the right passage)."""
+    from citewise.answer.local import DEFAULT_LOCAL_MODEL, bundled_model_file
+
+    path = bundled_model_file(BUNDLED[DEFAULT_LOCAL_MODEL], tmp_path_factory.mktemp("home"))
+    return serve(path, threads=2, context=4096)
+
+
+@pytest.fixture
+def default_llm_settings(default_llm_url: str) -> dict[str, object]:
+    """Settings that point citewise at the default model's server (``llamacpp`` provider)."""
+    from citewise.answer.local import DEFAULT_LOCAL_MODEL
+
+    return {"llm_provider": "llamacpp", "llm_base_url": default_llm_url,
+            "llm_model": DEFAULT_LOCAL_MODEL, "llm_threads": 2, "llm_timeout": 120.0}
+
+
 @pytest.fixture
 def llm_settings(llm_url: str) -> dict[str, object]:
     """Settings that point citewise at the running server as a 'llamacpp' provider."""

@@ -7,25 +7,15 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Generator, Iterator, Mapping, Sequence
-from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from citewise.answer.answerer import NO_DOCUMENTS, NOT_FOUND, to_evidence
-from citewise.answer.extractive import ExtractiveAnswerer, idf_table, quote_stream
+from citewise.answer.answerer import NO_DOCUMENTS
 from citewise.answer.factory import open_provider
-from citewise.answer.llm import LLMAnswerer
 from citewise.answer.providers import PRESETS, ChatProvider
-from citewise.answer.selection import (
-    answerable,
-    name_terms,
-    rank_candidates,
-    sentence_evidence,
-    unknown_names,
-)
+from citewise.answer.service import AnswerService
 from citewise.config import SearchMode, Settings
 from citewise.errors import (
     AnalyzerMismatchError,
@@ -36,7 +26,7 @@ from citewise.errors import (
     NotFoundError,
 )
 from citewise.ingest.pipeline import Ingestor, IngestReport, ProgressFn, reanalyze
-from citewise.retrieve.analysis import ANALYZER_VERSION, tokenize
+from citewise.retrieve.analysis import ANALYZER_VERSION
 from citewise.retrieve.embedding import MINILM_NAMES, Embedder, load_embedder
 from citewise.retrieve.rerank import Reranker, load_reranker
 from citewise.retrieve.retriever import Retriever, SearchResult, clean_query
@@ -55,10 +45,20 @@ log = logging.getLogger(__name__)
 class Engine:
     """One collection with its models. Safe to share between threads for queries."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, *, store: Store | None = None,
+                 embedder: Embedder | None = None, reranker: Reranker | None = None,
+                 provider: ChatProvider | None = None) -> None:
+        """Parts not passed in are built from ``settings`` on first use (the store, the
+        embedder of the index's precision, the configured reranker and LLM provider); a part
+        passed in is used as it is (tests and benchmarks share one loaded model this way)."""
         self.settings = settings
-        self._provider: ChatProvider | None = None
+        self._provider: ChatProvider | None = provider
         self._provider_lock = threading.Lock()
+        for name, part in (("store", store), ("embedder", embedder)):
+            if part is not None:
+                self.__dict__[name] = part  # what the cached property would have built
+        if reranker is not None:
+            self.__dict__["reranker"] = reranker
 
     @cached_property
     def store(self) -> Store:
@@ -270,92 +270,23 @@ class Engine:
             yield StatusEvent("starting the local model", stage="load")
         return self.provider()
 
+    @cached_property
+    def answers(self) -> AnswerService:
+        """The answer stage (:class:`~citewise.answer.service.AnswerService`) on this engine's
+        store, embedder, retriever and provider."""
+        return AnswerService(self.settings, self.store, self.embedder, self.retriever,
+                             self.provider_stream)
+
     def answer_stream(self, question: str, result: SearchResult, *, extractive: bool = False,
                       history: Sequence[tuple[str, str]] = (),
                       filters: Mapping[str, Any] | None = None,
                       top_k: int | None = None) -> Iterator[Event]:
         """Yields the answer to ``question`` from a finished search (:meth:`search_evidence`):
-        as :meth:`ask_stream` after its retrieval step (the ``read`` status with the real
-        passage and file counts, then status and token events, then one DoneEvent; no hits:
-        the DoneEvent alone). Raises QueryError for a blank question. ``filters`` are the
-        search's: a not-found reply names only unreadable files of its ``collections``. With
-        ``abstain`` on, a question naming something no indexed document mentions
-        (:func:`~citewise.answer.selection.unknown_names`) gets the not-found reply, naming
-        it, without a model call. With ``evidence='sentences'`` the sentences of the hits are
-        ranked (:mod:`citewise.answer.selection`); when none answers the question
-        (``abstain``) the not-found reply is given without a model call, otherwise the best
-        ones, at most ``top_k`` passages (default ``settings.top_k``), are the evidence."""
-        question = clean_query(question, self.settings.max_query_chars)
-        if not result.hits:
-            yield DoneEvent(Answer(question, self._not_found(NOT_FOUND, filters), (), False,
-                                   "none", metrics=result.timings_ms))
-            return
-        evidence = to_evidence(result.hits)
-        files = len({ev.citation.document_id for ev in evidence})
-        yield StatusEvent(f"reading {_count(len(evidence), 'passage')} from "
-                          f"{_count(files, 'file')}", stage="read")
-        s = self.settings
-        n, df = self.store.term_document_frequencies(list(dict.fromkeys(tokenize(question))))
-        local = {
-            doc_id: self.retriever.document_term_weights(doc_id, question)
-            for doc_id in dict.fromkeys(ev.citation.document_id for ev in evidence)
-        }
-        if s.abstain:
-            _, name_df = self.store.term_document_frequencies(name_terms(question))
-            missing = unknown_names(question, name_df)
-            if missing:  # a thing no document names: no sentence can answer for it
-                yield DoneEvent(Answer(
-                    question, self._not_found(f"{NOT_FOUND[:-1]}: no document mentions "
-                                              f"{_either(missing)}.", filters),
-                    (), False, "none", metrics=result.timings_ms))
-                return
-        scores: list[float] = []
-        if s.evidence == "sentences":
-            t0 = time.perf_counter()
-            ranked = rank_candidates(question, evidence, self.embedder, idf=idf_table(n, df),
-                                     document_idf=local)
-            select_ms = (time.perf_counter() - t0) * 1000
-            timings = {**result.timings_ms, "sentences_ms": select_ms}
-            if not ranked or (s.abstain and not answerable(ranked, question)):
-                yield DoneEvent(Answer(question, self._not_found(NOT_FOUND, filters), (), False,
-                                       "none", metrics=timings))
-                return
-            result = replace(result, timings_ms=timings)
-            evidence = sentence_evidence(evidence, ranked, max_passages=top_k or s.top_k,
-                                         budget_tokens=s.evidence_tokens,
-                                         count_tokens=self.embedder.count_tokens)
-            scores = [ev.citation.score for ev in evidence]
-
-        def extractive_events() -> Iterator[Event]:
-            if scores:
-                yield from quote_stream(question, evidence, s.answer_sentences)
-                return
-            answerer = ExtractiveAnswerer(self.embedder, s.answer_sentences)
-            yield from answerer.stream(question, evidence, idf=idf_table(n, df),
-                                       document_idf=local)
-
-        events: Iterator[Event] = extractive_events()
-        if not extractive and self.settings.llm_provider.strip().lower() != "none":
-            try:
-                provider = yield from self.provider_stream()
-            except CitewiseError as err:
-                log.warning("LLM provider unavailable, answering extractively: %s", err)
-                yield StatusEvent(f"{err}; answering with evidence sentences instead",
-                                  stage="fallback")
-                events = _mark_fallback(extractive_events(), str(err))
-            else:
-                if provider is not None:
-                    s = self.settings
-                    events = LLMAnswerer(
-                        provider, extractive_events, count_tokens=self.embedder.count_tokens,
-                        context_tokens=s.context_tokens, max_tokens=s.llm_max_tokens,
-                        temperature=s.llm_temperature, support_threshold=s.support_threshold,
-                    ).stream(question, evidence, history[-s.history_turns:] if s.history_turns
-                             else ())
-        for event in events:
-            if isinstance(event, DoneEvent):
-                event = DoneEvent(_with_metrics(event.answer, result.timings_ms))
-            yield event
+        :meth:`AnswerService.stream <citewise.answer.service.AnswerService.stream>` (the
+        ``read`` status, status and token events, one DoneEvent; declined questions get the
+        not-found reply without a model call). Raises QueryError for a blank question."""
+        return self.answers.stream(question, result, extractive=extractive, history=history,
+                                   filters=filters, top_k=top_k)
 
     def ask(self, question: str, *, top_k: int | None = None, extractive: bool = False,
             history: Sequence[tuple[str, str]] = ()) -> Answer:
@@ -430,16 +361,8 @@ class Engine:
         return LLMChecker(provider, rules) if provider is not None else rules
 
     def _not_found(self, text: str, filters: Mapping[str, Any] | None = None) -> str:
-        """The not-found reply, naming files that could not be read (they may hold it); with
-        a ``collections`` filter, only files of those collections."""
-        readable = (filters or {}).get("collections")
-        failed = [d for d in self.store.documents() if d.status == "failed"
-                  and (readable is None or d.collection in readable)]
-        if not failed:
-            return text
-        names = "; ".join(f"{d.path} ({d.error})" for d in failed[:5])
-        more = f" and {len(failed) - 5} more" if len(failed) > 5 else ""
-        return f"{text} Some files could not be read and may hold the answer: {names}{more}."
+        """The not-found reply, naming files that could not be read (they may hold it)."""
+        return self.answers.not_found(text, filters)
 
     def status(self) -> dict[str, Any]:
         info = self.store.info()
@@ -457,24 +380,3 @@ class Engine:
             "index_path": info.location,
             "unfinished": self.store.unfinished(),
         }
-
-
-def _either(names: Sequence[str]) -> str:
-    """'"A"', '"A" or "B"', '"A", "B" or "C"'."""
-    quoted = [f'"{n}"' for n in names]
-    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
-
-
-def _mark_fallback(events: Iterator[Event], reason: str) -> Iterator[Event]:
-    for event in events:
-        if isinstance(event, DoneEvent):
-            event = DoneEvent(replace(event.answer, fallback_reason=reason))
-        yield event
-
-
-def _with_metrics(answer: Answer, timings: dict[str, float]) -> Answer:
-    return replace(answer, metrics={**timings, **answer.metrics})

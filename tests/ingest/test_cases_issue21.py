@@ -223,8 +223,7 @@ def test_c40_long_chunk_is_scored_by_windows_and_logged(make_engine, bundled_rer
     from citewise.retrieve import rerank
     from citewise.retrieve.rerank import passage_text
 
-    engine = make_engine(reranker_model="bundled")
-    engine.__dict__["reranker"] = bundled_reranker
+    engine = make_engine(reranker_model="bundled", parts={"reranker": bundled_reranker})
     engine.ingest([CASES / C40])
     doc = engine.store.documents()[0]
     chunk = next(c for c in engine.store.chunks_of(doc.id) if "7719" in c.text)

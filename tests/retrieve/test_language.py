@@ -56,8 +56,8 @@ def fastapi_engine(tmp_path_factory, embedder):
     from citewise.engine import Engine
 
     root = DATASETS / "fastapi_docs" / "docs"
-    engine = Engine(Settings(home=tmp_path_factory.mktemp("home"), llm_provider="none"))
-    engine.__dict__["embedder"] = embedder
+    engine = Engine(Settings(home=tmp_path_factory.mktemp("home"), llm_provider="none"),
+                    embedder=embedder)
     report = engine.ingest([root / lang / "docs" / page for lang in ("en", "ru", "zh")
                             for page in PAGES])
     assert report.count("added") == 12

@@ -63,9 +63,7 @@ def _corpus(folder: Path) -> Path:
 
 
 def _engine(make_engine, dim: int, **settings):
-    engine = make_engine(**settings)
-    engine.__dict__["embedder"] = CaseEmbedder(dim)
-    return engine
+    return make_engine(**settings, parts={"embedder": CaseEmbedder(dim)})
 
 
 def _answers_4149(engine, tmp_path: Path) -> None:

@@ -129,11 +129,17 @@ def quote(question: str, evidence: Sequence[Evidence], max_sentences: int = 3) -
     chosen = [ev for ev in evidence[:max_sentences] if ev.citation.score >= (
         RELATIVE_FLOOR if ev.citation.document_id == top.document_id else OTHER_FILE_FLOOR
     ) * top.score]
-    text = " ".join(_quote(" ".join(ev.chunk.text.split()) if not _is_code(ev)
-                           else ev.chunk.text.strip("\n"), ev) for ev in chosen)
+    text = quoted(chosen)
     return Answer(question, text, tuple(ev.citation for ev in evidence), found=True,
                   mode="extractive", metrics={"answer_ms": (time.perf_counter() - t0) * 1000},
                   cited=tuple(ev.citation.n for ev in chosen))
+
+
+def quoted(evidence: Sequence[Evidence]) -> str:
+    """The passages of ``evidence`` quoted in order, each followed by its citation ``[n]``:
+    prose with its whitespace collapsed, code as a fenced block with its lines."""
+    return " ".join(_quote(" ".join(ev.chunk.text.split()) if not _is_code(ev)
+                           else ev.chunk.text.strip("\n"), ev) for ev in evidence)
 
 
 def _is_code(ev: Evidence) -> bool:
@@ -151,4 +157,4 @@ def quote_stream(question: str, evidence: Sequence[Evidence],
     yield DoneEvent(answer)
 
 
-__all__ = ["ExtractiveAnswerer", "idf_table", "quote", "quote_stream"]
+__all__ = ["ExtractiveAnswerer", "idf_table", "quote", "quote_stream", "quoted"]

@@ -28,7 +28,7 @@ from dataclasses import replace
 from citewise.answer.answerer import NOT_FOUND
 from citewise.answer.grounding import Attributor, CitationFilter, check_support
 from citewise.answer.prompts import CITATION_EXAMPLE, SYSTEM_PROMPT, build_messages
-from citewise.answer.providers import ChatProvider
+from citewise.answer.providers import ChatProvider, Message
 from citewise.answer.tags import PromptTagFilter
 from citewise.errors import ProviderError
 from citewise.types import Answer, DoneEvent, Event, Evidence, StatusEvent, TokenEvent
@@ -122,6 +122,103 @@ class LeadingExampleFilter:
         return out
 
 
+_NOT_FOUND_KEY = " ".join(NOT_FOUND.casefold().split())
+
+
+def _not_found_at(text: str) -> int | None:
+    """Length of the not-found sentence (:data:`NOT_FOUND`, case and spacing ignored, with a
+    citation and spaces after it) at the start of ``text``; -1 when ``text`` is a proper
+    beginning of it (it may still become one); None when it is not."""
+    key, i, j = _NOT_FOUND_KEY, 0, 0
+    while i < len(text) and j < len(key):
+        ch = text[i].casefold()
+        if ch.isspace():
+            if j and key[j - 1] != " " and key[j] == " ":
+                j += 1
+            i += 1
+            continue
+        if ch != key[j]:
+            return None
+        i += 1
+        j += 1
+    if j < len(key):
+        return -1
+    m = re.match(r"\s*(?:\[[^\]]{0,12}\])?\s*", text[i:])
+    return i + (m.end() if m else 0)
+
+
+def _sentence_starts(text: str) -> Iterator[int]:
+    """Offsets in ``text`` where a sentence may start: 0, and after a stop, a closing
+    citation bracket or a line break followed by space."""
+    yield 0
+    for m in re.finditer(r"(?<=[.!?\]:\n])\s+", text):
+        yield m.end()
+
+
+class NotFoundSentenceFilter:
+    """Streaming stage that drops the not-found sentence from an answer that also says
+    something (seen with Qwen2.5-Coder-1.5B: "`citewise reindex` re-embeds every file [1]. The
+    documents do not contain an answer to this question."): the answer then reads as an
+    answer, its citations are shown and checked, and it no longer contradicts itself.
+
+    ``feed(piece)`` returns what can be shown now, ``flush()`` the rest at the end. Text that
+    could be the start of the not-found sentence, at a sentence start, is held back; once it
+    is the whole sentence it is dropped, and when it turns out to be something else it is
+    released unchanged. An answer that is nothing but the not-found sentence is given as it is
+    (at ``flush``). ``dropped`` tells whether a sentence was removed.
+    """
+
+    def __init__(self) -> None:
+        self._buf = ""
+        self._wrote = False
+        self._pending = ""  # a dropped leading not-found sentence, kept if nothing follows
+        self.dropped = False
+
+    def feed(self, piece: str) -> str:
+        self._buf += piece
+        return self._release(final=False)
+
+    def flush(self) -> str:
+        out = self._release(final=True)
+        if not self._wrote and self._pending:
+            out, self._pending = self._pending + out, ""
+            self.dropped = False
+        return out
+
+    def _release(self, final: bool) -> str:
+        out: list[str] = []
+        while self._buf:
+            start = length = None
+            for p in _sentence_starts(self._buf):
+                n = _not_found_at(self._buf[p:])
+                if n is not None:
+                    start, length = p, n
+                    break
+            if start is None or length is None:
+                out.append(self._buf)
+                self._buf = ""
+                break
+            out.append(self._buf[:start])
+            rest = self._buf[start:]
+            if length == -1:  # could still become the sentence
+                if final:
+                    out.append(rest)
+                    self._buf = ""
+                else:
+                    self._buf = rest
+                break
+            self.dropped = True
+            shown = "".join(out)
+            if not (self._wrote or shown.strip()):
+                self._pending += rest[:length]
+            self._buf = rest[length:]
+        text = "".join(out)
+        if text.strip():
+            self._wrote = True
+            self._pending = ""
+        return text
+
+
 class LLMAnswerer:
     """Answers with ``provider``; ``fallback()`` yields the extractive answer's events.
 
@@ -143,17 +240,24 @@ class LLMAnswerer:
         self.max_sentences = max_sentences
 
     def stream(self, question: str, evidence: Sequence[Evidence],
-               history: Sequence[tuple[str, str]] = ()) -> Iterator[Event]:
-        """Status and token events, then one DoneEvent (see DESIGN.md, Events)."""
-        messages = build_messages(
-            question, evidence, history, budget_tokens=self.context_tokens,
-            count_tokens=self.count_tokens, max_sentences=self.max_sentences,
-        )
+               history: Sequence[tuple[str, str]] = (), *,
+               messages: Sequence[Message] | None = None) -> Iterator[Event]:
+        """Status and token events, then one DoneEvent (see DESIGN.md, Events).
+
+        ``messages`` replaces the prompt :func:`~citewise.answer.prompts.build_messages` would
+        build (the pick-then-write answerer continues its picking conversation); citations
+        are still checked against ``evidence`` alone."""
+        if messages is None:
+            messages = build_messages(
+                question, evidence, history, budget_tokens=self.context_tokens,
+                count_tokens=self.count_tokens, max_sentences=self.max_sentences,
+            )
         given = list(evidence)
         yield StatusEvent(f"writing the answer with {self.provider.name} ({self.provider.model})",
                           stage="generate")
         example = LeadingExampleFilter()
         tags = PromptTagFilter()
+        not_found = NotFoundSentenceFilter()
         citations = CitationFilter(ev.citation.n for ev in given)
         attributor = Attributor(given, self.support_threshold, skip=_says_not_found,
                                 question=question)
@@ -167,12 +271,13 @@ class LLMAnswerer:
                 count += 1
                 if first is None:
                     first = time.perf_counter()
-                text = example.feed(tags.feed(piece))
+                text = not_found.feed(example.feed(tags.feed(piece)))
                 shown = attributor.feed(citations.feed(text if pieces else text.lstrip()))
                 if shown:
                     pieces.append(shown)
                     yield TokenEvent(shown)
-            held = example.feed(tags.flush()) + example.flush()
+            held = not_found.feed(example.feed(tags.flush()) + example.flush())
+            held += not_found.flush()
             tail = attributor.feed(citations.feed(held if pieces else held.lstrip())
                                    + citations.flush()).rstrip()
             tail += attributor.flush()
@@ -225,4 +330,4 @@ class LLMAnswerer:
             yield event
 
 
-__all__ = ["LLMAnswerer", "LeadingExampleFilter"]
+__all__ = ["LLMAnswerer", "LeadingExampleFilter", "NotFoundSentenceFilter"]

@@ -143,4 +143,41 @@ def build_messages(question: str, evidence: Sequence[Evidence],
     return messages
 
 
-__all__ = ["CITATION_EXAMPLE", "SYSTEM_PROMPT", "build_messages", "evidence_block", "question_language"]
+#: The picking step's request, after the question (:func:`pick_messages`): a few output tokens
+#: that can be checked, instead of a written answer.
+PICK_INSTRUCTION = (
+    "Which passages answer the question? Reply with their numbers in square brackets, best "
+    "first, and nothing else. If none answers it, reply [0]."
+)
+# No example numbers in the request: with "(for example: 3, 1)" the 1.5B model replied "3, 1"
+# or "[3]" to nearly every question, and with "Do not answer yet" it replied "0" to all of
+# the first six docs dev questions (benchmarks/answers.py).
+
+
+def pick_messages(question: str, evidence: Sequence[Evidence],
+                  history: Sequence[tuple[str, str]], *, budget_tokens: int,
+                  count_tokens: Callable[[str], int], max_sentences: int = 4) -> list[Message]:
+    """:func:`build_messages` with the picking request (:data:`PICK_INSTRUCTION`) in place of
+    the answer language: the same system message and evidence block, so the prompt cache
+    holds them for the writing turn that may follow (:func:`write_after_pick`)."""
+    messages = build_messages(question, evidence, history, budget_tokens=budget_tokens,
+                              count_tokens=count_tokens, max_sentences=max_sentences)
+    last = messages[-1]["content"].rsplit("\nAnswer in ", 1)[0]
+    messages[-1] = {"role": "user", "content": f"{last}\n{PICK_INSTRUCTION}"}
+    return messages
+
+
+def write_after_pick(messages: Sequence[Message], reply: str, picked: Sequence[int],
+                     question: str) -> list[Message]:
+    """The picking conversation (``messages`` and the model's ``reply``) continued with the
+    request to answer from the ``picked`` passage numbers only; everything before the new turn
+    is the prompt the server has just read, so only the new turn is prefilled."""
+    numbers = ", ".join(f"[{n}]" for n in picked)
+    return [*messages, {"role": "assistant", "content": reply},
+            {"role": "user", "content": f"Now answer the question from {numbers} only, citing "
+                                        f"them as the rules say. Answer in "
+                                        f"{question_language(question)}."}]
+
+
+__all__ = ["CITATION_EXAMPLE", "PICK_INSTRUCTION", "SYSTEM_PROMPT", "build_messages",
+           "evidence_block", "pick_messages", "question_language", "write_after_pick"]

@@ -1,0 +1,225 @@
+"""The answer stage: from a finished search to a cited answer, with abstention and fallback.
+
+:class:`AnswerService` holds what :meth:`Engine.answer_stream
+<citewise.engine.Engine.answer_stream>` used to do itself: number the hits, decline a question
+that no document can answer (unknown names, no answering sentence), rank the hits' sentences
+into the evidence, choose the answerer (the extractive quote, the LLM writer of
+:mod:`citewise.answer.llm`, or the pick-first answerer of :mod:`citewise.answer.pick`), and
+fall back to the quote when the provider cannot be opened. The engine only wires it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from citewise.answer.answerer import NOT_FOUND, to_evidence
+from citewise.answer.extractive import ExtractiveAnswerer, idf_table, quote_stream
+from citewise.answer.llm import LLMAnswerer
+from citewise.answer.pick import PickAnswerer
+from citewise.answer.providers import ChatProvider
+from citewise.answer.selection import (
+    Scored,
+    answerable,
+    name_terms,
+    rank_candidates,
+    sentence_evidence,
+    unknown_names,
+)
+from citewise.config import Settings
+from citewise.errors import CitewiseError
+from citewise.retrieve.embedding import Embedder
+from citewise.retrieve.retriever import Retriever, SearchResult, clean_query
+from citewise.store.base import Store
+from citewise.text.analysis import tokenize
+from citewise.types import Answer, DoneEvent, Event, Evidence, StatusEvent
+
+log = logging.getLogger(__name__)
+
+#: Opens the configured LLM provider as a stream: yields status events (a "starting the local
+#: model" status before a slow load), returns the provider or None for ``none``; raises
+#: CitewiseError when it cannot be opened (:meth:`Engine.provider_stream
+#: <citewise.engine.Engine.provider_stream>`).
+ProviderStream = Callable[[], Generator[Event, None, ChatProvider | None]]
+
+
+@dataclass
+class Reading:
+    """What an answer reads, from one search: ``pool`` (the hits as numbered passages),
+    ``evidence`` (numbered passages, best first: the ranked sentences with
+    ``evidence='sentences'``, else the pool), ``ranked`` (every
+    sentence candidate of the hits, best first; empty with ``evidence='passages'``),
+    ``declined`` (the not-found reply when the question is declined before any answerer, else
+    None), ``timings_ms`` (the search's, plus ``sentences_ms``), the collection and
+    in-document IDF of the question's terms (``idf``, ``document_idf``)."""
+
+    pool: list[Evidence]
+    evidence: list[Evidence]
+    ranked: list[Scored] = field(default_factory=list)
+    declined: str | None = None
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    idf: dict[str, float] = field(default_factory=dict)
+    document_idf: dict[str, dict[str, float]] = field(default_factory=dict)
+
+
+class AnswerService:
+    """Answers questions over ``store`` with ``embedder`` and ``retriever`` (already built);
+    ``provider_stream`` opens the LLM (see :data:`ProviderStream`). Thread-safe as its parts
+    are."""
+
+    def __init__(self, settings: Settings, store: Store, embedder: Embedder,
+                 retriever: Retriever, provider_stream: ProviderStream) -> None:
+        self.settings = settings
+        self.store = store
+        self.embedder = embedder
+        self.retriever = retriever
+        self.provider_stream = provider_stream
+
+    def read(self, question: str, result: SearchResult, *, top_k: int | None = None,
+             filters: Mapping[str, Any] | None = None) -> Reading:
+        """The evidence of ``result`` for ``question`` (see :class:`Reading`). With
+        ``abstain`` on, ``declined`` is set when the question names something no indexed
+        document mentions (:func:`~citewise.answer.selection.unknown_names`, the reply names
+        it) or, with sentence evidence, no sentence answers it
+        (:func:`~citewise.answer.selection.answerable`). At most ``top_k`` passages (default
+        ``settings.top_k``) within ``evidence_tokens``. ``filters`` are the search's (a
+        not-found reply names only unreadable files of its ``collections``)."""
+        s = self.settings
+        evidence = to_evidence(result.hits)
+        n, df = self.store.term_document_frequencies(list(dict.fromkeys(tokenize(question))))
+        reading = Reading(evidence, evidence, timings_ms=dict(result.timings_ms), idf=idf_table(n, df),
+                          document_idf={
+                              doc_id: self.retriever.document_term_weights(doc_id, question)
+                              for doc_id in dict.fromkeys(ev.citation.document_id
+                                                          for ev in evidence)})
+        if not evidence:
+            reading.declined = self.not_found(NOT_FOUND, filters)
+            return reading
+        if s.abstain:
+            _, name_df = self.store.term_document_frequencies(name_terms(question))
+            missing = unknown_names(question, name_df)
+            if missing:  # a thing no document names: no sentence can answer for it
+                reading.declined = self.not_found(
+                    f"{NOT_FOUND[:-1]}: no document mentions {_either(missing)}.", filters)
+                return reading
+        if s.evidence != "sentences":
+            return reading
+        t0 = time.perf_counter()
+        reading.ranked = rank_candidates(question, evidence, self.embedder, idf=reading.idf,
+                                         document_idf=reading.document_idf)
+        reading.timings_ms["sentences_ms"] = (time.perf_counter() - t0) * 1000
+        if not reading.ranked or (s.abstain and not answerable(reading.ranked, question)):
+            reading.declined = self.not_found(NOT_FOUND, filters)
+            return reading
+        reading.evidence = sentence_evidence(evidence, reading.ranked,
+                                             max_passages=top_k or s.top_k,
+                                             budget_tokens=s.evidence_tokens,
+                                             count_tokens=self.embedder.count_tokens)
+        return reading
+
+    def stream(self, question: str, result: SearchResult, *, extractive: bool = False,
+               history: Sequence[tuple[str, str]] = (),
+               filters: Mapping[str, Any] | None = None,
+               top_k: int | None = None) -> Iterator[Event]:
+        """Yields the answer to ``question`` from a finished search: the ``read`` status with
+        the real passage and file counts, then status and token events, then one DoneEvent (no
+        hits: the DoneEvent alone). A declined question (:meth:`read`) gets the not-found
+        reply without a model call. The LLM answers unless ``extractive`` or the provider is
+        ``none`` (``answer_style``: write, pick or pick-write; pick needs sentence evidence);
+        a provider that cannot be opened gives the extractive answer with a ``fallback``
+        status. ``history`` is the earlier (question, answer) turns, oldest first. Raises
+        QueryError for a blank question."""
+        s = self.settings
+        question = clean_query(question, s.max_query_chars)
+        if not result.hits:
+            yield DoneEvent(Answer(question, self.not_found(NOT_FOUND, filters), (), False,
+                                   "none", metrics=result.timings_ms))
+            return
+        files = len({h.document.id if h.document is not None else h.chunk_id
+                     for h in result.hits})
+        yield StatusEvent(f"reading {_count(len(result.hits), 'passage')} from "
+                          f"{_count(files, 'file')}", stage="read")
+        reading = self.read(question, result, top_k=top_k, filters=filters)
+        if reading.declined is not None:
+            yield DoneEvent(Answer(question, reading.declined, (), False, "none",
+                                   metrics=reading.timings_ms))
+            return
+        evidence = reading.evidence
+        sentences = bool(reading.ranked)
+
+        def extractive_events() -> Iterator[Event]:
+            if sentences:
+                yield from quote_stream(question, evidence, s.answer_sentences)
+                return
+            answerer = ExtractiveAnswerer(self.embedder, s.answer_sentences)
+            yield from answerer.stream(question, evidence, idf=reading.idf,
+                                       document_idf=reading.document_idf)
+
+        events: Iterator[Event] = extractive_events()
+        if not extractive and s.llm_provider.strip().lower() != "none":
+            try:
+                provider = yield from self.provider_stream()
+            except CitewiseError as err:
+                log.warning("LLM provider unavailable, answering extractively: %s", err)
+                yield StatusEvent(f"{err}; answering with evidence sentences instead",
+                                  stage="fallback")
+                events = _mark_fallback(extractive_events(), str(err))
+            else:
+                if provider is not None:
+                    events = self._llm_events(provider, extractive_events, question, evidence,
+                                              history, sentences)
+        for event in events:
+            if isinstance(event, DoneEvent):
+                event = DoneEvent(replace(event.answer, metrics={**reading.timings_ms,
+                                                                 **event.answer.metrics}))
+            yield event
+
+    def _llm_events(self, provider: ChatProvider, fallback: Callable[[], Iterator[Event]],
+                    question: str, evidence: Sequence[Evidence],
+                    history: Sequence[tuple[str, str]], sentences: bool) -> Iterator[Event]:
+        s = self.settings
+        turns = history[-s.history_turns:] if s.history_turns else ()
+        common: dict[str, Any] = {
+            "count_tokens": self.embedder.count_tokens, "context_tokens": s.context_tokens,
+            "max_tokens": s.llm_max_tokens, "temperature": s.llm_temperature,
+            "support_threshold": s.support_threshold}
+        if s.answer_style != "write" and sentences:
+            return PickAnswerer(provider, fallback, style=s.answer_style,
+                                max_picked=s.answer_sentences, **common
+                                ).stream(question, evidence, turns)
+        return LLMAnswerer(provider, fallback, **common).stream(question, evidence, turns)
+
+    def not_found(self, text: str, filters: Mapping[str, Any] | None = None) -> str:
+        """The not-found reply ``text``, naming files that could not be read (they may hold
+        the answer); with a ``collections`` filter, only files of those collections."""
+        readable = (filters or {}).get("collections")
+        failed = [d for d in self.store.documents() if d.status == "failed"
+                  and (readable is None or d.collection in readable)]
+        if not failed:
+            return text
+        names = "; ".join(f"{d.path} ({d.error})" for d in failed[:5])
+        more = f" and {len(failed) - 5} more" if len(failed) > 5 else ""
+        return f"{text} Some files could not be read and may hold the answer: {names}{more}."
+
+
+def _either(names: Sequence[str]) -> str:
+    """'"A"', '"A" or "B"', '"A", "B" or "C"'."""
+    quoted = [f'"{n}"' for n in names]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _mark_fallback(events: Iterator[Event], reason: str) -> Iterator[Event]:
+    for event in events:
+        if isinstance(event, DoneEvent):
+            event = DoneEvent(replace(event.answer, fallback_reason=reason))
+        yield event
+
+
+__all__ = ["AnswerService", "ProviderStream", "Reading"]
