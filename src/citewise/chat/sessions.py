@@ -57,6 +57,7 @@ from sqlalchemy.engine import Engine as SAEngine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 
 from citewise.answer.providers import ChatProvider
+from citewise.config import sqlalchemy_url
 from citewise.errors import ProviderError
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
@@ -179,16 +180,6 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA busy_timeout=30000")
     cur.close()
-
-
-def sqlalchemy_url(url: str) -> str:
-    """``url`` with PostgreSQL URLs pointed at the psycopg 3 driver: ``postgresql://`` and
-    ``postgres://`` (the form ``CITEWISE_STORE`` takes) become ``postgresql+psycopg://``, so
-    one URL serves both the index and the sessions."""
-    for prefix in ("postgresql://", "postgres://"):
-        if url.startswith(prefix):
-            return "postgresql+psycopg://" + url.removeprefix(prefix)
-    return url
 
 
 class SessionStore:

@@ -94,7 +94,8 @@ def migrate(
         "--to", help="Where to copy it: postgresql://... or sqlite:PATH (created if missing).")],
 ) -> None:
     """Copy an index to another store (e.g. SQLite to PostgreSQL) without re-embedding."""
-    from citewise.store.copy import copy_index, open_location
+    from citewise.store.copy import copy_index
+    from citewise.store.factory import open_location
 
     with errors():
         if not source.startswith(("sqlite:", "postgres")) and not Path(source).exists():
