@@ -154,6 +154,28 @@ def test_schema_is_migrated_once_with_named_migrations(postgres_url):
     store.close()
 
 
+def test_an_index_made_before_m002_is_upgraded_in_place(postgres_url):
+    """A database left by a version that had only m001: its schema and ledger made by that
+    migration and the ledger table as those versions created them."""
+    import psycopg
+
+    from citewise.store.postgres import m001_initial
+
+    with psycopg.connect(postgres_url) as conn, conn.cursor() as cur:
+        m001_initial(cur)
+        cur.execute("CREATE TABLE citewise_migrations "
+                    "(name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())")
+        cur.execute("INSERT INTO citewise_migrations (name) VALUES ('m001_initial')")
+        cur.execute("INSERT INTO documents (id, path, source_path, title, format, content_hash, "
+                    "chunk_count, indexed_at) VALUES ('d', 'a.txt', '/a.txt', 'a', 'text', 'h', "
+                    "0, 0)")
+    store = PostgresStore(postgres_url)
+    assert store.migrations() == ["m001_initial", "m002_collection", "m003_chunk_language",
+                                  "m004_chunk_page_starts"]
+    assert [(d.id, d.collection) for d in store.documents()] == [("d", "default")]
+    store.close()
+
+
 def test_vectors_get_an_hnsw_cosine_index_that_reindex_rebuilds(postgres_url):
     store = PostgresStore(postgres_url)
     store.bind_model("m", DIM)

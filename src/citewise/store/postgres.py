@@ -27,7 +27,8 @@ Design
   the ``language`` filter.
 * ``citewise_meta`` holds the embedding model name and dimension and the analyzer version of
   the BM25 terms (``analyzer``, as in the SQLite store); ``citewise_migrations``
-  records each named migration (``m001_initial``...) applied, in order, once.
+  records each named migration (``m001_initial``...) applied, in order, once (by
+  :func:`citewise.store.migrations.run_migrations`).
 
 Writes: every document upsert or delete is one transaction (READ COMMITTED) that first takes
 transaction-level advisory locks on the document's id and source path, so two writers of the
@@ -54,6 +55,7 @@ from citewise.config import libpq_url, redact_url
 from citewise.errors import ConfigError, IndexError_
 from citewise.store.base import Filters, IndexInfo, nested_read_transaction
 from citewise.store.bm25 import idf_sql, term_score_sql
+from citewise.store.migrations import named, pending, run_migrations
 from citewise.store.sql import (
     BINDING_KEYS,
     DOC_COLS,
@@ -208,6 +210,22 @@ def m004_chunk_page_starts(cur: psycopg.Cursor[Any]) -> None:
 MIGRATIONS: list[Callable[[psycopg.Cursor[Any]], None]] = [m001_initial, m002_collection,
                                                              m003_chunk_language,
                                                              m004_chunk_page_starts]
+_STEPS = named(MIGRATIONS)
+
+
+class MigrationTable:
+    """The index's migration ledger: one ``citewise_migrations`` row per applied migration
+    (its name and when it was applied)."""
+
+    def applied(self, cur: psycopg.Cursor[Any]) -> set[str]:
+        """The names recorded in ``citewise_migrations`` (created empty when missing)."""
+        cur.execute("CREATE TABLE IF NOT EXISTS citewise_migrations "
+                    "(name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())")
+        return {r[0] for r in cur.execute("SELECT name FROM citewise_migrations")}
+
+    def record(self, cur: psycopg.Cursor[Any], name: str, position: int) -> None:
+        """Add ``name``'s row."""
+        cur.execute("INSERT INTO citewise_migrations (name) VALUES (%s)", (name,))
 
 _CHUNK_COLS = chunk_cols("seq")
 _CHUNK_INSERT = insert_sql("chunks", chunk_insert_columns("embedding"), "%s") + " RETURNING seq"
@@ -336,7 +354,7 @@ class PostgresStore(SQLStore):
                                    ).fetchone() == (True,)
             done = ({r[0] for r in conn.execute("SELECT name FROM citewise_migrations")}
                     if present else set())
-            missing = [m.__name__ for m in MIGRATIONS if m.__name__ not in done]
+            missing = pending(_STEPS, done)
             if missing:
                 raise IndexError_(
                     f"the read-only replica lacks schema migrations {missing}; open the index "
@@ -345,14 +363,7 @@ class PostgresStore(SQLStore):
             return
         with conn.transaction(), conn.cursor() as cur:
             cur.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
-            cur.execute("CREATE TABLE IF NOT EXISTS citewise_migrations "
-                        "(name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())")
-            done = {r[0] for r in cur.execute("SELECT name FROM citewise_migrations")}
-            for migration in MIGRATIONS:
-                if migration.__name__ not in done:
-                    migration(cur)
-                    cur.execute("INSERT INTO citewise_migrations (name) VALUES (%s)",
-                                (migration.__name__,))
+            run_migrations(cur, _STEPS, MigrationTable())
 
     def migrations(self) -> list[str]:
         """Names of the applied migrations, in the order they were applied."""

@@ -24,7 +24,8 @@ new version, never a mix. WAL lets readers search while one writer ingests; writ
 ``busy_timeout`` for each other. Dense search is exact: the float32 matrix of all vectors is
 loaded once per generation and searched with one matrix-vector product.
 
-Migrations are named, ordered functions (``m001_initial``...) applied once each.
+Migrations are named, ordered functions (``m001_initial``...) applied once each by
+:func:`citewise.store.migrations.run_migrations`; ``PRAGMA user_version`` counts those applied.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ import numpy as np
 from citewise.errors import IndexChangedError, IndexError_
 from citewise.store.base import Filters, IndexInfo, nested_read_transaction
 from citewise.store.bm25 import BM25_B, BM25_K1, bm25_scores
+from citewise.store.migrations import named, run_migrations
 from citewise.store.sql import (
     BINDING_KEYS,
     DOC_COLS,
@@ -171,6 +173,21 @@ def m004_chunk_page_starts(db: sqlite3.Connection) -> None:
 
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m001_initial, m002_collection, m003_chunk_language, m004_chunk_page_starts]
+_STEPS = named(MIGRATIONS)
+
+
+class UserVersionLedger:
+    """The index's migration ledger: ``PRAGMA user_version`` is how many of
+    :data:`MIGRATIONS` were applied (the first that many, in order)."""
+
+    def applied(self, db: sqlite3.Connection) -> set[str]:
+        """The names of the first ``user_version`` migrations."""
+        version = int(db.execute("PRAGMA user_version").fetchone()[0])
+        return {m.name for m in _STEPS[:version]}
+
+    def record(self, db: sqlite3.Connection, name: str, position: int) -> None:
+        """Set ``user_version`` to ``position``: the migrations up to ``name`` are applied."""
+        db.execute(f"PRAGMA user_version = {int(position)}")
 
 
 @dataclass
@@ -247,11 +264,9 @@ class SQLiteStore(SQLStore):
         return conn
 
     def _migrate(self) -> None:
+        """Bring the schema up to date in one ``BEGIN IMMEDIATE`` transaction."""
         with _immediate(self.db) as db:
-            version = db.execute("PRAGMA user_version").fetchone()[0]
-            for number, migration in enumerate(MIGRATIONS[version:], start=version + 1):
-                migration(db)
-                db.execute(f"PRAGMA user_version = {number}")
+            run_migrations(db, _STEPS, UserVersionLedger())
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
