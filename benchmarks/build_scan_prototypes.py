@@ -28,9 +28,9 @@ from pathlib import Path
 
 import numpy as np
 
+from citewise.embed import load_embedder
 from citewise.eval.cuad import load_contracts, overlaps
 from citewise.ingest.parsers.base import parser_for
-from citewise.retrieve.embedding import load_embedder
 from citewise.scan.classify import (
     DEFAULT_THRESHOLD,
     ClauseClassifier,

@@ -40,10 +40,10 @@ from importlib import metadata
 from pathlib import Path
 
 from citewise.config import Settings
+from citewise.embed import load_embedder
 from citewise.eval.jsonl import jsonl_values
 from citewise.ingest.parsers import code
 from citewise.ingest.pipeline import Ingestor
-from citewise.retrieve.embedding import load_embedder
 from citewise.retrieve.rerank import load_reranker
 from citewise.retrieve.retriever import Retriever
 from citewise.store.sqlite import SQLiteStore

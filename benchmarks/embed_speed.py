@@ -33,11 +33,11 @@ from pathlib import Path
 import numpy as np
 
 from citewise.config import Settings
+from citewise.embed import Embedder, SentenceTransformerEmbedder, load_embedder
 from citewise.eval.jsonl import jsonl_values
 from citewise.eval.run import _parsed
 from citewise.ingest.chunking import embedding_text
 from citewise.ingest.pipeline import Ingestor
-from citewise.retrieve.embedding import Embedder, SentenceTransformerEmbedder, load_embedder
 from citewise.store.sqlite import SQLiteStore
 
 SCIFACT = Path(__file__).resolve().parents[1].parent / "shared" / "datasets" / "scifact"

@@ -28,10 +28,10 @@ from pathlib import Path
 import numpy as np
 
 from citewise.config import Settings
+from citewise.embed import Embedder
 from citewise.errors import DocumentError, EmptyDocumentError, TooLargeDocumentError
 from citewise.ingest.chunking import chunk_document, content_hash, embedding_text
 from citewise.ingest.parsers.base import ParseOptions, parse_options, parser_for
-from citewise.retrieve.embedding import Embedder
 from citewise.store.base import FileBacked, Store
 from citewise.text.analysis import ANALYZER_VERSION, analyze
 from citewise.text.language import detect_language

@@ -28,7 +28,7 @@ from importlib import resources
 
 import numpy as np
 
-from citewise.retrieve.embedding import Embedder
+from citewise.embed import Embedder
 from citewise.scan.clause_types import CLAUSE_TYPES
 from citewise.types import BlockKind, Chunk, ParsedDocument
 
