@@ -75,7 +75,9 @@ def mine_negatives(retriever: Retriever, query: str, is_relevant: Callable[[Hit]
     """(relevant hits, up to ``n`` hard negatives) among the hybrid candidates of ``query``,
     best first; negatives are the best chunk of each non-relevant document."""
     hits = retriever.rank(query, mode=SearchMode.HYBRID, k=MINING_DEPTH, rerank=False)
-    relevant, negatives, seen = [], [], set()
+    relevant: list[Hit] = []
+    negatives: list[Hit] = []
+    seen: set[str] = set()
     for h in hits:
         if h.chunk is None:
             continue
@@ -109,8 +111,10 @@ def dataset_examples(dataset: BeirDataset, retriever: Retriever, negatives: int,
         wanted = {d for d, g in judged.items() if g > 0}
         if not wanted:
             continue
-        relevant, negs = mine_negatives(
-            retriever, query, lambda h, judged=judged: h.chunk.document_id in judged, negatives)  # type: ignore[union-attr]
+        def is_judged(h: Hit, judged: dict[str, int] = judged) -> bool:
+            return h.chunk is not None and h.chunk.document_id in judged
+
+        relevant, negs = mine_negatives(retriever, query, is_judged, negatives)
         positives: dict[str, str] = {}
         for h in relevant:
             doc_id = h.chunk.document_id  # type: ignore[union-attr]
