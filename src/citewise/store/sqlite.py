@@ -10,8 +10,9 @@ Design
 * ``chunks_fts``: an FTS5 index over ``chunks.terms`` (external content, kept in step by
   triggers), used to find BM25 candidates; ``chunks_vocab`` (fts5vocab) gives document
   frequencies. Candidates are re-scored with Lucene's BM25 (smoothed IDF, see
-  :func:`~citewise.store.bm25.bm25_scores`) because FTS5's built-in ``bm25()`` floors the IDF of any term present in
-  half of the chunks or more to ~0, which breaks small collections (case C39).
+  :func:`~citewise.store.bm25.bm25_scores`) because FTS5's built-in ``bm25()`` floors the
+  IDF of any term present in half of the chunks or more to ~0, which breaks small
+  collections (case C39).
 * ``meta``: the schema version, the embedding model name and dimension, the version of the
   text analysis that made the BM25 terms (``analyzer``, see
   :data:`citewise.text.analysis.ANALYZER_VERSION`), and ``generation``, a counter bumped
