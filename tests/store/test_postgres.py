@@ -13,6 +13,7 @@ import psycopg
 import pytest
 
 from citewise.config import Settings
+from citewise.store.base import BulkLoading, FileBacked, SelfChecking
 from citewise.store.factory import open_store
 from citewise.store.postgres import PostgresStore
 from citewise.store.sqlite import SQLiteStore
@@ -28,6 +29,10 @@ class TestPostgresStore(StoreSuite):
         s = PostgresStore(postgres_url)
         yield s
         s.close()
+
+    def test_optional_capabilities(self, store):
+        assert isinstance(store, BulkLoading)
+        assert not isinstance(store, FileBacked) and not isinstance(store, SelfChecking)
 
 
 def _stats_are_consistent(store: PostgresStore) -> None:
