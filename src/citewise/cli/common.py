@@ -33,6 +33,9 @@ err_console = Console(stderr=True)
 
 
 class OutputFormat(str, Enum):
+    """``--format``: ``text`` for people (tables, colours), ``json`` for programs (one JSON
+    document on stdout)."""
+
     text = "text"
     json = "json"
 
