@@ -55,6 +55,7 @@ from citewise.answer.grounding import check_support, citation_precision
 from citewise.config import Settings
 from citewise.engine import Engine
 from citewise.eval.datasets import load_squad_retrieval
+from citewise.eval.jsonl import jsonl_values
 from citewise.eval.run import build_index
 from citewise.types import Answer
 
@@ -102,8 +103,7 @@ def cuad_items(n: int = CUAD_QUESTIONS) -> list[dict[str, Any]]:
 
 
 def jsonl_items(name: str, split: str) -> list[dict[str, Any]]:
-    rows = [json.loads(line) for line in (QUESTIONS / f"{name}.jsonl").read_text(
-        encoding="utf-8").splitlines() if line.strip()]
+    rows = list(jsonl_values(QUESTIONS / f"{name}.jsonl"))
     return [r for r in rows if split == "all" or r["split"] == split]
 
 
@@ -139,8 +139,7 @@ def kazakh_items(home: Path) -> tuple[list[Path], list[dict[str, Any]]]:
     for q in questions:
         q["corpus_file"] = q["gold_passages"][0]["corpus_file"]
     gold = {q["corpus_file"] for q in questions}
-    docs = [json.loads(line) for line in (folder / "corpus.jsonl").read_text(
-        encoding="utf-8").splitlines() if line.strip()]
+    docs = list(jsonl_values(folder / "corpus.jsonl"))
     keep = [d for d in docs if d["doc_id"].strip() in {g.strip() for g in gold}]
     keep += [d for d in docs if d["doc_id"].strip() not in {g.strip() for g in gold}][
         :KAZAKH_DISTRACTORS]

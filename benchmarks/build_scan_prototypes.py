@@ -28,11 +28,15 @@ from pathlib import Path
 
 import numpy as np
 
+from citewise.embed import load_embedder
 from citewise.eval.cuad import load_contracts, overlaps
 from citewise.ingest.parsers.base import parser_for
-from citewise.retrieve.embedding import load_embedder
 from citewise.scan.classify import (
-    DEFAULT_THRESHOLD, ClauseClassifier, Prototypes, document_units, split_units,
+    DEFAULT_THRESHOLD,
+    ClauseClassifier,
+    Prototypes,
+    document_units,
+    split_units,
 )
 from citewise.scan.clause_types import CLAUSE_TYPES
 
@@ -119,7 +123,7 @@ def main() -> None:
     examples: dict[str, list[str]] = {t: [] for t in CLAUSE_TYPES}
     background: list[str] = []
     for contract in load_contracts(args.cuad, "train"):
-        text, units = units_of(contract.path)
+        _text, units = units_of(contract.path)
         raw = contract.text()
         for ctype, spans in contract.spans.items():
             for s, e in spans:

@@ -33,16 +33,17 @@ import ast
 import importlib
 import json
 import sys
-from importlib import metadata
 import tempfile
 import time
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 
 from citewise.config import Settings
+from citewise.embed import load_embedder
+from citewise.eval.jsonl import jsonl_values
 from citewise.ingest.parsers import code
 from citewise.ingest.pipeline import Ingestor
-from citewise.retrieve.embedding import load_embedder
 from citewise.retrieve.rerank import load_reranker
 from citewise.retrieve.retriever import Retriever
 from citewise.store.sqlite import SQLiteStore
@@ -62,12 +63,8 @@ class Question:
 
 def load_questions(path: Path) -> list[Question]:
     """Questions from a JSONL file (see the module docstring)."""
-    out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            row = json.loads(line)
-            out.append(Question(row["id"], row["question"], row["file"], tuple(row["symbols"])))
-    return out
+    return [Question(row["id"], row["question"], row["file"], tuple(row["symbols"]))
+            for row in jsonl_values(path)]
 
 
 def definition_lines(source: str) -> dict[str, int]:

@@ -41,8 +41,8 @@ import time
 from pathlib import Path
 
 from citewise.config import Settings
+from citewise.embed import load_embedder
 from citewise.engine import Engine
-from citewise.retrieve.embedding import load_embedder
 from citewise.store.sqlite import SQLiteStore
 
 ROOT = Path(__file__).resolve().parents[1]

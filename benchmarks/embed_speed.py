@@ -24,7 +24,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import subprocess
 import tempfile
@@ -34,10 +33,11 @@ from pathlib import Path
 import numpy as np
 
 from citewise.config import Settings
+from citewise.embed import Embedder, SentenceTransformerEmbedder, load_embedder
+from citewise.eval.jsonl import jsonl_values
 from citewise.eval.run import _parsed
 from citewise.ingest.chunking import embedding_text
 from citewise.ingest.pipeline import Ingestor
-from citewise.retrieve.embedding import Embedder, SentenceTransformerEmbedder, load_embedder
 from citewise.store.sqlite import SQLiteStore
 
 SCIFACT = Path(__file__).resolve().parents[1].parent / "shared" / "datasets" / "scifact"
@@ -55,12 +55,10 @@ class AutocastEmbedder(SentenceTransformerEmbedder):
 
 def corpus(n: int) -> list[tuple[str, str, object]]:
     items = []
-    with (SCIFACT / "corpus.jsonl").open() as f:
-        for line in f:
-            d = json.loads(line)
-            items.append((d["_id"], d["_id"], _parsed(d.get("title", ""), d["text"])))
-            if len(items) == n:
-                break
+    for d in jsonl_values(SCIFACT / "corpus.jsonl"):
+        items.append((d["_id"], d["_id"], _parsed(d.get("title", ""), d["text"])))
+        if len(items) == n:
+            break
     return items
 
 
@@ -87,9 +85,8 @@ def main() -> None:
     items = corpus(args.docs)
     variants = args.variants.split(",")
     embedders = {v: make(v, args.threads) for v in variants}
-    queries = []
-    with (SCIFACT / "queries.jsonl").open() as f:
-        queries = [json.loads(line)["text"] for line, _ in zip(f, range(50), strict=False)]
+    queries = [q["text"] for q, _ in zip(jsonl_values(SCIFACT / "queries.jsonl"), range(50),
+                                         strict=False)]
     for e in embedders.values():
         e.embed_documents(["warm up", "another warm-up text"])
         e.embed_query("warm up")

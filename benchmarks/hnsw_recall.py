@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import os
 import sys
 import tempfile
@@ -53,13 +52,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
 from latency import DATASETS, text_passages  # noqa: E402
+from tests import pgserver  # noqa: E402
 
+from citewise.embed import load_embedder  # noqa: E402
 from citewise.eval.datasets import load_beir  # noqa: E402
-from citewise.retrieve.embedding import load_embedder  # noqa: E402
+from citewise.eval.jsonl import jsonl_values  # noqa: E402
 from citewise.store.postgres import PostgresStore  # noqa: E402
 from citewise.store.sqlite import SQLiteStore  # noqa: E402
 from citewise.types import Chunk, Document  # noqa: E402
-from tests import pgserver  # noqa: E402
 
 PER_DOC = 100
 DISTINCT = 32_643  # distinct pieces text_passages makes from the shared datasets
@@ -76,8 +76,8 @@ def questions() -> list[tuple[str, str]]:
     out = [("scifact", q) for _, q in sorted(sci.queries.items())][:300]
     with (DATASETS / "legalbench_rag_sample" / "cuad.csv").open(encoding="utf-8") as f:
         out += [("cuad", row["prompt"]) for row in csv.DictReader(f)][:100]
-    with (DATASETS / "ru_legal_qa" / "rag_data_located.jsonl").open(encoding="utf-8") as f:
-        out += [("ru_legal_qa", json.loads(line)["question"]) for line in f][:100]
+    ru = DATASETS / "ru_legal_qa" / "rag_data_located.jsonl"
+    out += [("ru_legal_qa", row["question"]) for row in jsonl_values(ru)][:100]
     return out
 
 

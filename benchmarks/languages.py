@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from citewise.config import Settings
+from citewise.embed import load_embedder
 from citewise.eval.datasets import BeirDataset, load_squad_retrieval
 from citewise.eval.legal import load_kazakh_legal, load_ru_legal
 from citewise.eval.metrics import evaluate
@@ -44,10 +45,9 @@ from citewise.eval.run import _parsed
 from citewise.ingest import chunking
 from citewise.ingest.chunking import chunk_document, embedding_text
 from citewise.ingest.pipeline import PREFIX_TOKENS
-from citewise.text.analysis import tokenize
-from citewise.retrieve.embedding import load_embedder
-from citewise.text.language import detect_language
 from citewise.store.sqlite import SQLiteStore
+from citewise.text.analysis import tokenize
+from citewise.text.language import detect_language
 from citewise.types import Document
 
 VARIANTS: dict[str, Callable[[str], list[str]]] = {

@@ -31,9 +31,9 @@ import numpy as np
 from citewise.config import Settings
 from citewise.eval.datasets import load_beir
 from citewise.eval.run import build_index
-from citewise.text.analysis import analyze
 from citewise.retrieve.retriever import Retriever
 from citewise.store.sqlite import SQLiteStore
+from citewise.text.analysis import analyze
 from citewise.types import Chunk, Document
 
 DATASETS = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"

@@ -23,7 +23,6 @@ Usage (needs ``pip install 'citewise[ocr]' rapidfuzz``)::
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import tempfile
 import textwrap
@@ -33,6 +32,7 @@ from pathlib import Path
 from PIL import Image, ImageDraw, ImageFont
 from rapidfuzz.distance import Levenshtein
 
+from citewise.eval.jsonl import jsonl_values
 from citewise.ingest.ocr import RapidOcr
 from citewise.ingest.parsers.base import ParseOptions
 from citewise.ingest.pipeline import parse_file
@@ -45,14 +45,12 @@ SCAN_DPI = 200
 def abstracts(n: int) -> list[str]:
     """The first ``n`` SciFact abstracts of 600-1,600 characters, as title + text."""
     out = []
-    with (DATASETS / "scifact" / "corpus.jsonl").open() as f:
-        for line in f:
-            row = json.loads(line)
-            text = f"{row['title']}\n{row['text']}"
-            if 600 <= len(text) <= 1600:
-                out.append(text)
-            if len(out) == n:
-                break
+    for row in jsonl_values(DATASETS / "scifact" / "corpus.jsonl"):
+        text = f"{row['title']}\n{row['text']}"
+        if 600 <= len(text) <= 1600:
+            out.append(text)
+        if len(out) == n:
+            break
     return out
 
 

@@ -52,16 +52,16 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
 from latency import DATASETS, text_passages  # noqa: E402
+from tests import pgserver  # noqa: E402
 
 from citewise.config import Settings  # noqa: E402
+from citewise.embed import load_embedder  # noqa: E402
 from citewise.eval.datasets import load_beir  # noqa: E402
-from citewise.text.analysis import analyze, tokenize  # noqa: E402
-from citewise.retrieve.embedding import load_embedder  # noqa: E402
 from citewise.retrieve.retriever import Retriever  # noqa: E402
 from citewise.store.postgres import PostgresStore  # noqa: E402
 from citewise.store.sqlite import SQLiteStore  # noqa: E402
+from citewise.text.analysis import analyze, tokenize  # noqa: E402
 from citewise.types import Chunk, Document  # noqa: E402
-from tests import pgserver  # noqa: E402
 
 DIM, PER_DOC, K = 384, 100, 50
 

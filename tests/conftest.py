@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from citewise.config import Settings
+from citewise.embed import Embedder, load_embedder
 from citewise.engine import Engine
-from citewise.retrieve.embedding import Embedder, load_embedder
 
 pytest_plugins = ["tests.llm_fixtures"]
 

@@ -71,7 +71,7 @@ def test_default_embedder_and_reranker_run_without_torch() -> None:
     proc = _run_blocked("""
         import json, sys
         import numpy as np
-        from citewise.retrieve.embedding import load_embedder
+        from citewise.embed import load_embedder
         from citewise.retrieve.rerank import load_reranker
 
         out = {}
@@ -103,7 +103,7 @@ def test_default_embedder_and_reranker_run_without_torch() -> None:
 def test_sentence_transformers_folder_without_torch_names_the_extra(tmp_path: Path) -> None:
     proc = _run_blocked(f"""
         from citewise.errors import ModelError
-        from citewise.retrieve.embedding import load_embedder
+        from citewise.embed import load_embedder
         from citewise.retrieve.rerank import load_reranker
         for load in (lambda: load_embedder({str(tmp_path)!r}), lambda: load_reranker({str(tmp_path)!r})):
             try:

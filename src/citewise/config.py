@@ -61,6 +61,48 @@ def _check_toml(path: Path) -> None:
 COLLECTION_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"
 COLLECTION_NAME = re.compile(COLLECTION_PATTERN)
 
+# --- PostgreSQL URLs (CITEWISE_STORE, CITEWISE_SESSIONS_URL, citewise migrate): the one set of
+# rules for which URLs name PostgreSQL and how each client library wants them written
+#: URL schemes that name a PostgreSQL database.
+POSTGRES_SCHEMES = ("postgresql", "postgres", "postgresql+psycopg")
+
+
+def is_postgres_url(url: str) -> bool:
+    """Whether ``url`` is ``SCHEME://...`` with a scheme of :data:`POSTGRES_SCHEMES`."""
+    scheme, sep, _ = url.partition("://")
+    return bool(sep) and scheme in POSTGRES_SCHEMES
+
+
+def libpq_url(url: str) -> str:
+    """``url`` as libpq (psycopg) takes it: ``postgresql+psycopg://``,
+    ``postgresql+psycopg2://`` and ``postgres://`` become ``postgresql://``; anything else is
+    returned unchanged."""
+    for prefix in ("postgresql+psycopg://", "postgresql+psycopg2://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql://" + url.removeprefix(prefix)
+    return url
+
+
+def sqlalchemy_url(url: str) -> str:
+    """``url`` as SQLAlchemy takes it, PostgreSQL through the psycopg 3 driver:
+    ``postgresql://`` and ``postgres://`` become ``postgresql+psycopg://`` (so one URL serves
+    both the index and the sessions); anything else is returned unchanged."""
+    for prefix in ("postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url.removeprefix(prefix)
+    return url
+
+
+def redact_url(url: str) -> str:
+    """``url`` with its password replaced by ``***`` (for messages and ``citewise status``);
+    a URL without one is returned unchanged."""
+    scheme, sep, rest = url.partition("://")
+    creds, at, host = rest.rpartition("@")
+    if not at or ":" not in creds:
+        return url
+    return f"{scheme}{sep}{creds.split(':', 1)[0]}:***@{host}"
+
+
 LLM_PROVIDERS = ("local", "none", "openai", "ollama", "groq", "openrouter", "gemini", "vllm",
                  "llamacpp", "openai-compatible")
 
@@ -395,7 +437,7 @@ class Settings(BaseSettings):
         ``sqlite:///$home/sessions.sqlite3``."""
         if self.sessions_url:
             return self.sessions_url
-        if self.store.startswith(("postgresql://", "postgres://", "postgresql+psycopg://")):
+        if is_postgres_url(self.store):
             return self.store
         return f"sqlite:///{self.home / 'sessions.sqlite3'}"
 

@@ -1,5 +1,5 @@
 """Chat sessions on a real PostgreSQL server, in the same database as the index: the same
-session code (SQLAlchemy + Alembic) as on SQLite, reached with the index's postgresql:// URL."""
+session code (SQLAlchemy and citewise.chat.schema's migrations) as on SQLite, reached with the index's postgresql:// URL."""
 
 from __future__ import annotations
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
+from citewise.embed import USEEmbedder
 from citewise.eval.legal import load_kazakh_legal, load_ru_legal
 from citewise.eval.run import _parsed
 from citewise.ingest.chunking import _call_overhead, _pack_words, chunk_document, sentences
-from citewise.retrieve.embedding import USEEmbedder
 from tests.conftest import DATASETS
 
 #: Chunks (char_start, char_end, token_count) of the first 5,000 characters of the first

@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 
 from citewise.config import Settings
-from citewise.engine import Engine
-from citewise.errors import ConfigError, EmbeddingMismatchError
-from citewise.retrieve.embedding import (
+from citewise.embed import (
     MINILM_FILES,
     MINILM_TOKENIZER,
     choose_precision,
     load_embedder,
 )
+from citewise.engine import Engine
+from citewise.errors import ConfigError, EmbeddingMismatchError
 from tests.conftest import DATASETS
 
 LONG = "word " * 600  # far past the 256-token limit

@@ -15,8 +15,8 @@ import numpy as np
 import psycopg
 import pytest
 
+from citewise.embed import Embedder
 from citewise.errors import ConfigError
-from citewise.retrieve.embedding import Embedder
 from tests.conftest import CASES
 
 N10 = CASES / "n10_pgvector_dims"

@@ -13,6 +13,7 @@ import psycopg
 import pytest
 
 from citewise.config import Settings
+from citewise.store.base import BulkLoading, FileBacked, SelfChecking
 from citewise.store.factory import open_store
 from citewise.store.postgres import PostgresStore
 from citewise.store.sqlite import SQLiteStore
@@ -28,6 +29,10 @@ class TestPostgresStore(StoreSuite):
         s = PostgresStore(postgres_url)
         yield s
         s.close()
+
+    def test_optional_capabilities(self, store):
+        assert isinstance(store, BulkLoading)
+        assert not isinstance(store, FileBacked) and not isinstance(store, SelfChecking)
 
 
 def _stats_are_consistent(store: PostgresStore) -> None:
@@ -151,6 +156,28 @@ def test_schema_is_migrated_once_with_named_migrations(postgres_url):
                       "term_stats", "collection_stats"}
     assert store.db.execute(
         "SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()[0] >= "0.8"
+    store.close()
+
+
+def test_an_index_made_before_m002_is_upgraded_in_place(postgres_url):
+    """A database left by a version that had only m001: its schema and ledger made by that
+    migration and the ledger table as those versions created them."""
+    import psycopg
+
+    from citewise.store.postgres import m001_initial
+
+    with psycopg.connect(postgres_url) as conn, conn.cursor() as cur:
+        m001_initial(cur)
+        cur.execute("CREATE TABLE citewise_migrations "
+                    "(name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())")
+        cur.execute("INSERT INTO citewise_migrations (name) VALUES ('m001_initial')")
+        cur.execute("INSERT INTO documents (id, path, source_path, title, format, content_hash, "
+                    "chunk_count, indexed_at) VALUES ('d', 'a.txt', '/a.txt', 'a', 'text', 'h', "
+                    "0, 0)")
+    store = PostgresStore(postgres_url)
+    assert store.migrations() == ["m001_initial", "m002_collection", "m003_chunk_language",
+                                  "m004_chunk_page_starts"]
+    assert [(d.id, d.collection) for d in store.documents()] == [("d", "default")]
     store.close()
 
 

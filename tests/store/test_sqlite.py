@@ -4,6 +4,7 @@ import threading
 import numpy as np
 import pytest
 
+from citewise.store.base import BulkLoading, FileBacked, SelfChecking
 from citewise.store.sqlite import BM25_B, BM25_K1, SQLiteStore, bm25_scores
 from citewise.text.analysis import analyze, tokenize
 from tests.suites.store import DIM, StoreSuite, make_doc, unit
@@ -15,6 +16,11 @@ class TestSQLiteStore(StoreSuite):
         s = SQLiteStore(tmp_path / "index.sqlite3")
         yield s
         s.close()
+
+    def test_optional_capabilities(self, store):
+        assert isinstance(store, SelfChecking) and store.check() == []
+        assert isinstance(store, FileBacked) and store.path.name == "index.sqlite3"
+        assert not isinstance(store, BulkLoading)
 
 
 def test_bm25_matches_an_independent_implementation(tmp_path):

@@ -66,6 +66,9 @@ from citewise.types import (
     ToolResultEvent,
 )
 
+EventStream = Generator[Event, None, None]
+"""What the agent's steps return: events; closed early when the client leaves."""
+
 log = logging.getLogger(__name__)
 
 NOT_A_QUESTION = "Please ask a question about your documents."
@@ -183,7 +186,7 @@ class Agent:
         user_id = self.sessions.add_message(chat_id, "user", query)
         pieces: list[str] = []
         finished = False
-        inner: Iterator[Event] | None = None
+        inner: EventStream | None = None
         try:
             intent = classify(query, attachment=attachment)
             reply = small_talk_reply(intent)
@@ -263,7 +266,7 @@ class Agent:
     # --- tools ----------------------------------------------------------------------------
     def _search(self, query: str, history: Sequence[Turn], *, top_k: int | None,
                 mode: SearchMode | str, filters: Mapping[str, Any] | None,
-                extractive: bool) -> Iterator[Event]:
+                extractive: bool) -> EventStream:
         engine = self.engine
         k = top_k or self.settings.top_k
         yield ToolCallEvent("search", {"query": query, "top_k": k, "mode": SearchMode(mode).value})
@@ -278,7 +281,7 @@ class Agent:
                                         filters=filters, top_k=top_k)
 
     def _answer_from_history(self, query: str, history: History,
-                             provider: ChatProvider) -> Iterator[Event]:
+                             provider: ChatProvider) -> EventStream:
         messages: list[Any] = [{"role": "system",
                                 "content": ANSWER_PROMPT.format(not_found=NOT_FOUND)}]
         for q, a in history.for_prompt():
@@ -308,7 +311,7 @@ class Agent:
         return path
 
     def _propose_ingest(self, chat_id: str, query: str, argument: str,
-                        may_write: bool) -> Iterator[Event]:
+                        may_write: bool) -> EventStream:
         if not may_write:
             reason = ("adding files changes the collection and needs the admin key "
                       "(CITEWISE_API_KEY); ask an administrator to upload it")
@@ -331,7 +334,7 @@ class Agent:
         yield InterruptEvent(action, input, token)
 
     def _scan(self, chat_id: str, query: str, document_id: str, propose: bool,
-              filters: Mapping[str, Any] | None = None) -> Iterator[Event]:
+              filters: Mapping[str, Any] | None = None) -> EventStream:
         doc = self.engine.store.document(document_id)
         readable = (filters or {}).get("collections")
         if doc is None or (readable is not None and doc.collection not in readable):

@@ -17,8 +17,9 @@ postgresql://...``, the psycopg 3 driver; it may be the index's database):
 - ``pending_actions``: an INGEST or SCAN waiting for approval, found by its random
   ``token``; taken exactly once.
 
-The schema is created and upgraded by Alembic migrations (``chat/migrations/versions/``,
-named and ordered ``0001_initial``, ...) when a :class:`SessionStore` opens.
+The schema is created and upgraded when a :class:`SessionStore` opens, by the migrations of
+:mod:`citewise.chat.schema` (``0001``, ``0002``, ...), recorded in ``alembic_version`` as the
+Alembic migrations of earlier versions did.
 
 History for the prompt (:meth:`SessionStore.history`): the newest complete turns that fit
 both ``history_turns`` and a token budget; older turns are folded into the chat's rolling
@@ -37,7 +38,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import (
     JSON,
@@ -53,13 +54,16 @@ from sqlalchemy import (
     select,
     update,
 )
+from sqlalchemy.engine import CursorResult
 from sqlalchemy.engine import Engine as SAEngine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
+from sqlalchemy.sql.elements import ColumnElement
 
 from citewise.answer.providers import ChatProvider
+from citewise.chat import schema
+from citewise.config import sqlalchemy_url
 from citewise.errors import ProviderError
-
-MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+from citewise.store.migrations import run_migrations
 
 Turn = tuple[str, str]  # (question, answer)
 CountTokens = Callable[[str], int]
@@ -154,23 +158,10 @@ class History:
 
 
 def migrate(engine: SAEngine) -> None:
-    """Bring the database to the newest migration (Alembic, run in-process)."""
-    from alembic.config import Config
-    from alembic.runtime.environment import EnvironmentContext
-    from alembic.script import ScriptDirectory
-
-    cfg = Config()
-    cfg.set_main_option("script_location", str(MIGRATIONS))
-    script = ScriptDirectory.from_config(cfg)
-
-    def upgrade(rev: Any, context: Any) -> Any:
-        return script._upgrade_revs("head", rev)
-
-    with (engine.begin() as conn,
-          EnvironmentContext(cfg, script, fn=upgrade, destination_rev="head") as env):
-        env.configure(connection=conn, target_metadata=Base.metadata)
-        with env.begin_transaction():
-            env.run_migrations()
+    """Bring the sessions database to the newest schema (:mod:`citewise.chat.schema`) in one
+    transaction; raises SQLAlchemy's errors (nothing changed then)."""
+    with engine.begin() as conn:
+        run_migrations(conn, schema.MIGRATIONS, schema.VersionTable())
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
@@ -179,16 +170,6 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA busy_timeout=30000")
     cur.close()
-
-
-def sqlalchemy_url(url: str) -> str:
-    """``url`` with PostgreSQL URLs pointed at the psycopg 3 driver: ``postgresql://`` and
-    ``postgres://`` (the form ``CITEWISE_STORE`` takes) become ``postgresql+psycopg://``, so
-    one URL serves both the index and the sessions."""
-    for prefix in ("postgresql://", "postgres://"):
-        if url.startswith(prefix):
-            return "postgresql+psycopg://" + url.removeprefix(prefix)
-    return url
 
 
 class SessionStore:
@@ -235,7 +216,8 @@ class SessionStore:
         case-insensitive substring of the title)."""
         counts = (select(MessageRow.chat_id, func.count().label("n"))
                   .group_by(MessageRow.chat_id).subquery())
-        where = [ChatRow.title.ilike(f"%{_escape_like(q)}%", escape="\\")] if q else []
+        where: list[ColumnElement[bool]] = (
+            [ChatRow.title.ilike(f"%{_escape_like(q)}%", escape="\\")] if q else [])
         if owner is not None:
             where.append(ChatRow.owner == owner)
         with self._session() as s:
@@ -257,7 +239,8 @@ class SessionStore:
         with self._session() as s, s.begin():
             s.execute(delete(MessageRow).where(MessageRow.chat_id == chat_id))
             s.execute(delete(PendingRow).where(PendingRow.chat_id == chat_id))
-            return s.execute(delete(ChatRow).where(ChatRow.id == chat_id)).rowcount > 0
+            deleted = s.execute(delete(ChatRow).where(ChatRow.id == chat_id))
+            return cast("CursorResult[Any]", deleted).rowcount > 0
 
     # --- messages -------------------------------------------------------------------------
     def add_message(self, chat_id: str, role: str, content: str, *, status: str = "complete",
@@ -305,12 +288,12 @@ class SessionStore:
         """Mark the pending action ``token`` of ``chat_id`` as ``status`` (approved or
         rejected) and return it; None when there is none (unknown, or already taken)."""
         with self._session() as s, s.begin():
-            done = s.execute(
+            done = cast("CursorResult[Any]", s.execute(
                 update(PendingRow)
                 .where(PendingRow.token == token, PendingRow.chat_id == chat_id,
                        PendingRow.status == "pending")
                 .values(status=status)
-            ).rowcount
+            )).rowcount
             if not done:
                 return None
             row = s.get(PendingRow, token)

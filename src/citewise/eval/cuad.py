@@ -18,10 +18,11 @@ Nothing from ``eval`` contracts is ever used to build or tune the classifier.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
+
+from citewise.eval.jsonl import jsonl_values
 
 SPLITS = {"train": (0x40, 0xB0), "calibrate": (0xB0, 0xD8), "eval": (0xD8, 0x100)}
 
@@ -51,15 +52,13 @@ class Contract:
 def load_contracts(root: Path, split: str) -> list[Contract]:
     """The annotated contracts of ``split`` under the CUAD folder ``root``, sorted by name."""
     spans: dict[str, dict[str, list[tuple[int, int]]]] = defaultdict(dict)
-    with (root / "clause_spans.dev.jsonl").open(encoding="utf-8") as fh:
-        for line in fh:
-            rec = json.loads(line)
-            if split_of(rec["contract_file"]) != split:
-                continue
-            located = [(c["start"], c["end"]) for c in rec["clauses"] if c["match"] != "not_found"]
-            entry = spans[rec["contract_file"]]
-            if located:
-                entry[rec["category"]] = located
+    for rec in jsonl_values(root / "clause_spans.dev.jsonl"):
+        if split_of(rec["contract_file"]) != split:
+            continue
+        located = [(c["start"], c["end"]) for c in rec["clauses"] if c["match"] != "not_found"]
+        entry = spans[rec["contract_file"]]
+        if located:
+            entry[rec["category"]] = located
     return [Contract(f, root / "full_contract_txt" / f, dict(s)) for f, s in sorted(spans.items())]
 
 

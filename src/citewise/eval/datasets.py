@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from citewise.errors import ConfigError
+from citewise.eval.jsonl import read_jsonl
 
 __all__ = ["BeirDataset", "BeirDoc", "first_documents", "load_beir", "subset"]
 
@@ -71,17 +72,12 @@ def _require_file(path: Path, what: str) -> Path:
 
 
 def _read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    with path.open(encoding="utf-8") as f:
-        for line_no, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise ConfigError(f"{path}:{line_no}: not a JSON object ({err.msg})") from err
-            if not isinstance(record, dict) or "_id" not in record:
-                raise ConfigError(f'{path}:{line_no}: expected a JSON object with an "_id" key')
-            yield line_no, record
+    """``(line number, object)`` of a BEIR JSONL file; ConfigError naming the line for one
+    that is not a JSON object with an ``_id``."""
+    for line_no, record in read_jsonl(path, invalid=lambda e: f"not a JSON object ({e.msg})"):
+        if not isinstance(record, dict) or "_id" not in record:
+            raise ConfigError(f'{path}:{line_no}: expected a JSON object with an "_id" key')
+        yield line_no, record
 
 
 def _read_corpus(path: Path) -> dict[str, BeirDoc]:

@@ -27,6 +27,7 @@ from typing import Any
 
 from citewise.errors import ConfigError
 from citewise.eval.datasets import BeirDataset, BeirDoc
+from citewise.eval.jsonl import read_jsonl
 
 _ARTICLE = re.compile(r"(?m)^Статья \d+(?:\.\d+)*\.")
 _LOCATED = ("exact", "whitespace_normalized", "prefix_only")
@@ -41,17 +42,13 @@ def _need(path: Path, what: str) -> Path:
 def _jsonl(path: Path, keys: tuple[str, ...], what: str) -> Iterator[dict[str, Any]]:
     """The JSON objects of ``path``, one a line, each holding ``keys``; raises ConfigError
     naming ``path:line`` and ``what`` was expected otherwise."""
-    with path.open(encoding="utf-8") as f:
-        for line_no, line in enumerate(f, start=1):
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise ConfigError(f"{path}:{line_no}: expected {what} ({err})") from None
-            missing = [k for k in keys if k not in record] if isinstance(record, dict) else keys
-            if missing:
-                raise ConfigError(f"{path}:{line_no}: expected {what} (missing "
-                                  f"{', '.join(missing)})")
-            yield record
+    for line_no, record in read_jsonl(path, skip_blank=False,
+                                      invalid=lambda err: f"expected {what} ({err})"):
+        missing = [k for k in keys if k not in record] if isinstance(record, dict) else keys
+        if missing:
+            raise ConfigError(f"{path}:{line_no}: expected {what} (missing "
+                              f"{', '.join(missing)})")
+        yield record
 
 
 def load_kazakh_legal(path: str | Path, max_chars: int = 0) -> BeirDataset:

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from citewise.config import Fusion, SearchMode, Settings
+from citewise.embed import load_embedder
 from citewise.eval.datasets import BeirDataset
 from citewise.eval.metrics import evaluate
 from citewise.ingest.parsers.text import paragraph_spans
 from citewise.ingest.pipeline import Ingestor
-from citewise.retrieve.embedding import load_embedder
 from citewise.retrieve.fusion import fuse
 from citewise.retrieve.rerank import load_reranker
 from citewise.retrieve.retriever import Retriever

@@ -28,11 +28,11 @@ from pathlib import Path
 import numpy as np
 
 from citewise.config import Settings
+from citewise.embed import Embedder
 from citewise.errors import DocumentError, EmptyDocumentError, TooLargeDocumentError
 from citewise.ingest.chunking import chunk_document, content_hash, embedding_text
 from citewise.ingest.parsers.base import ParseOptions, parse_options, parser_for
-from citewise.retrieve.embedding import Embedder
-from citewise.store.base import Store
+from citewise.store.base import FileBacked, Store
 from citewise.text.analysis import ANALYZER_VERSION, analyze
 from citewise.text.language import detect_language
 from citewise.types import Chunk, Document, ParsedDocument
@@ -169,7 +169,8 @@ class Ingestor:
                 report.files.append(FileResult(str(root), "failed",
                                                reason="no such file or folder"))
                 continue
-            index_file = getattr(self.store, "path", None)  # None: the index is on a server
+            # None: the index is on a server
+            index_file = self.store.path if isinstance(self.store, FileBacked) else None
             for f in _walk(root):
                 if index_file is not None and f.name.startswith(index_file.name):
                     continue  # the index itself, its -wal/-shm

@@ -201,7 +201,7 @@ def base_tokenizer(max_length: int = DEFAULT_MAX_LENGTH) -> Tokenizer:
     trained from), set to encode (question, passage) pairs as ``[CLS] q [SEP] p [SEP]``
     truncated longest-first to ``max_length`` tokens and padded to the longest pair of a
     batch."""
-    from citewise.retrieve.embedding import wordpiece_tokenizer
+    from citewise.embed import wordpiece_tokenizer
 
     tok = wordpiece_tokenizer(None)
     tok.enable_truncation(max_length, strategy="longest_first")

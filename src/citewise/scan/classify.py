@@ -28,7 +28,7 @@ from importlib import resources
 
 import numpy as np
 
-from citewise.retrieve.embedding import Embedder
+from citewise.embed import Embedder
 from citewise.scan.clause_types import CLAUSE_TYPES
 from citewise.types import BlockKind, Chunk, ParsedDocument
 
@@ -184,7 +184,8 @@ def _top_mean(sims: np.ndarray, n: int = TOP_N) -> np.ndarray:
         return np.zeros(sims.shape[0], dtype=np.float32)
     n = min(n, sims.shape[1])
     part = np.partition(sims, sims.shape[1] - n, axis=1)[:, -n:]
-    return part.mean(axis=1)
+    mean: np.ndarray = part.mean(axis=1)
+    return mean
 
 
 class ClauseClassifier:

@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from citewise.config import Settings
+from citewise.embed import Embedder, load_embedder
 from citewise.errors import CorruptDocumentError, DocumentError
 from citewise.ingest.parsers.base import parser_for
 from citewise.ingest.pipeline import Ingestor, document_id
-from citewise.retrieve.embedding import Embedder, load_embedder
 from citewise.scan.checks import Checker, CheckResult, Clause, DeterministicChecker, Verdict
 from citewise.scan.classify import (
     ClauseClassifier,

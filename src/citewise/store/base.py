@@ -1,4 +1,12 @@
-"""The Store contract every index backend implements (checked by ``tests/suites/store.py``).
+"""The Store contract every index backend implements (checked by ``tests/suites/store.py``),
+and the optional capabilities a backend may add (:class:`BulkLoading`, :class:`SelfChecking`,
+:class:`FileBacked`): callers test for one with ``isinstance`` on the protocol, never by
+probing attribute names.
+
+Backends: :class:`~citewise.store.sqlite.SQLiteStore` (one file; dense search exact) and
+:class:`~citewise.store.postgres.PostgresStore` (pgvector; dense search approximate, through
+an HNSW index), both built on :mod:`citewise.store.sql` and opened by
+:mod:`citewise.store.factory`.
 
 Writes are per document and atomic: after :meth:`Store.upsert_document` or
 :meth:`Store.delete_document` returns, or after a crash at any moment during either, a reader
@@ -6,7 +14,8 @@ sees the document's old version in full, its new version in full, or (delete) no
 mix, never chunks without vectors or BM25 postings.
 
 Search methods return hits sorted by descending score, at most ``k`` of them, each carrying
-``chunk_id`` and the leg's raw score (``dense``: cosine in [-1, 1]; ``sparse``: BM25 >= 0).
+``chunk_id`` and the leg's raw score (``dense``: cosine in [-1, 1]; ``sparse``: BM25 >= 0,
+:mod:`citewise.store.bm25`, the same scores on every backend).
 ``filters`` narrows the search: ``{"document_ids": [...]}``, ``{"path_prefix": "docs/"}``
 and/or ``{"collections": [...]}`` (documents of these collections only; an empty list matches
 nothing). Filters apply before ranking: the top ``k`` are the best ``k`` of the chunks that
@@ -20,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -48,33 +58,6 @@ Filters = Mapping[str, Any]
 
 #: The filter keys every store understands (see the module docstring).
 FILTER_KEYS = ("document_ids", "path_prefix", "collections", "language")
-
-
-class LanguageCounts:
-    """Reads shared by the SQLite and PostgreSQL stores, which both keep a ``chunks`` table
-    with a ``language`` column, a ``generation()`` counter bumped by every write and a
-    ``_meta(key)`` reader; mixed into both store classes."""
-
-    _languages: tuple[int, dict[str, int]] | None = None  # generation, counts
-
-    def unfinished(self) -> str | None:
-        """Why this index is incomplete (an interrupted ``citewise migrate`` copied into it),
-        or None when it is not marked (see :meth:`Store.mark_unfinished`)."""
-        return self._meta("unfinished")  # type: ignore[attr-defined]
-
-    def stored_analyzer(self) -> str | None:
-        """See :meth:`Store.stored_analyzer`."""
-        return self._meta("analyzer")  # type: ignore[attr-defined]
-
-    def languages(self) -> dict[str, int]:
-        """See :meth:`Store.languages`: chunks per detected language, cached until the next
-        write."""
-        generation = self.generation()  # type: ignore[attr-defined]
-        if self._languages is None or self._languages[0] != generation:
-            rows = self.db.execute(  # type: ignore[attr-defined]
-                "SELECT language, count(*) FROM chunks GROUP BY language")
-            self._languages = (generation, {lang: int(n) for lang, n in rows if lang})
-        return dict(self._languages[1])
 
 
 def check_filters(filters: Filters) -> None:
@@ -147,7 +130,12 @@ class Store(Protocol):
         """Stored vectors by chunk content hash, so unchanged text is never re-embedded."""
 
     def dense_search(self, vector: np.ndarray, k: int, filters: Filters | None = None) -> list[Hit]:
-        """Exact cosine top-k for a float32 (dim,) L2-normalised query vector."""
+        """Cosine top-k for a float32 (dim,) L2-normalised query vector: ``dense`` is the
+        exact cosine of each hit, in [-1, 1]. Which hits are found depends on the backend:
+        SQLite compares the query with every stored vector (exact top-k); PostgreSQL walks an
+        HNSW index (approximate: a true top-k chunk can be missed, see docs/benchmarks.md for
+        the recall). Raises ValueError when the query's dimension is not the index's or a
+        filter key is unknown."""
 
     def sparse_search(self, terms: Sequence[str], k: int, filters: Filters | None = None) -> list[Hit]:
         """BM25 top-k for analysed query terms (see :mod:`citewise.text.analysis`).
@@ -211,3 +199,35 @@ class Store(Protocol):
     def info(self) -> IndexInfo: ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class BulkLoading(Protocol):
+    """Optional capability: a faster path for writing many documents at once
+    (:class:`~citewise.store.postgres.PostgresStore`: the HNSW index is dropped and built once
+    at the end). ``citewise migrate`` uses it when the target has it."""
+
+    def bulk_load(self) -> AbstractContextManager[None]:
+        """A context for many :meth:`Store.upsert_document` calls; the store is complete and
+        searchable again when it exits, normally or by an exception."""
+        ...
+
+
+@runtime_checkable
+class SelfChecking(Protocol):
+    """Optional capability: a consistency check of the stored index
+    (:class:`~citewise.store.sqlite.SQLiteStore`), run after a crash by the crash tests and
+    benchmarks."""
+
+    def check(self) -> list[str]:
+        """Problems found, one sentence each; [] when the index is consistent."""
+        ...
+
+
+@runtime_checkable
+class FileBacked(Protocol):
+    """Optional capability: the index is one local file (SQLite), at ``path``; ingestion
+    skips that file and its companions (``-wal``, ``-shm``) when they lie under an ingested
+    folder. A store on a server has no ``path``."""
+
+    path: Path

@@ -18,10 +18,8 @@ import time
 from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass
-from pathlib import Path
 
-from citewise.errors import ConfigError
-from citewise.store.base import Store
+from citewise.store.base import BulkLoading, Store
 
 #: The mark a copy in progress leaves on its target (:meth:`Store.mark_unfinished`).
 UNFINISHED = ("an unfinished copy: citewise migrate was interrupted while copying into this "
@@ -36,28 +34,6 @@ class CopyReport:
     documents: int
     chunks: int
     seconds: float
-
-
-def open_location(spec: str) -> Store:
-    """A store from a location: ``sqlite:PATH`` (or a plain path; a folder means
-    ``PATH/index.sqlite3``) or ``postgresql://user:pass@host:port/db``.
-
-    Raises ConfigError for another URL scheme; IndexError_ when it cannot be opened."""
-    from citewise.store.factory import POSTGRES_SCHEMES
-
-    if "://" in spec:
-        scheme = spec.split("://", 1)[0]
-        if scheme not in POSTGRES_SCHEMES:
-            raise ConfigError(f"{spec!r}: give sqlite:PATH or postgresql://user@host:port/db")
-        from citewise.store.postgres import PostgresStore
-
-        return PostgresStore(spec)
-    from citewise.store.sqlite import SQLiteStore
-
-    path = Path(spec.removeprefix("sqlite:")).expanduser()
-    if path.suffix == "":
-        path = path / "index.sqlite3"
-    return SQLiteStore(path)
 
 
 def copy_index(source: Store, target: Store,
@@ -77,8 +53,10 @@ def copy_index(source: Store, target: Store,
         target.bind_analyzer(analyzer)
     target.mark_unfinished(UNFINISHED)
     chunks = 0
-    bulk = getattr(target, "bulk_load", None)  # PostgreSQL: build the HNSW index once
-    with bulk() if bulk is not None and len(documents) > 1 else nullcontext():
+    # PostgreSQL: the HNSW index is built once at the end instead of row by row
+    loading = (target.bulk_load() if isinstance(target, BulkLoading) and len(documents) > 1
+               else nullcontext())
+    with loading:
         for done, document in enumerate(documents, start=1):
             doc_chunks, vectors, terms = source.export(document.id)
             target.upsert_document(document, doc_chunks, vectors, terms)

@@ -19,7 +19,7 @@ Design
   term's count and the chunk's length in tokens, so scoring reads only this table's primary
   key), ``term_stats(term, df)`` and the one-row ``collection_stats`` (chunk count, total
   tokens, and ``generation``, bumped by every write). The formula is the SQLite store's,
-  :func:`citewise.store.sqlite.bm25_scores` (Lucene's smoothed IDF, k1=0.9, b=0.4), with
+  :func:`citewise.store.bm25.bm25_scores` (Lucene's smoothed IDF, k1=0.9, b=0.4), with
   every matching chunk scored exactly, so both stores rank the same data the same way.
   Tokens come from :mod:`citewise.text.analysis`, as for SQLite; PostgreSQL's own text
   search is not used (``ts_rank`` is not BM25).
@@ -27,7 +27,8 @@ Design
   the ``language`` filter.
 * ``citewise_meta`` holds the embedding model name and dimension and the analyzer version of
   the BM25 terms (``analyzer``, as in the SQLite store); ``citewise_migrations``
-  records each named migration (``m001_initial``...) applied, in order, once.
+  records each named migration (``m001_initial``...) applied, in order, once (by
+  :func:`citewise.store.migrations.run_migrations`).
 
 Writes: every document upsert or delete is one transaction (READ COMMITTED) that first takes
 transaction-level advisory locks on the document's id and source path, so two writers of the
@@ -40,31 +41,40 @@ see one committed state. Each thread gets its own connection.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from citewise.errors import (
-    AnalyzerMismatchError,
-    ConfigError,
-    EmbeddingMismatchError,
-    IndexError_,
+from citewise.config import libpq_url, redact_url
+from citewise.errors import ConfigError, IndexError_
+from citewise.store.base import Filters, IndexInfo, nested_read_transaction
+from citewise.store.bm25 import idf_sql, term_score_sql
+from citewise.store.migrations import named, pending, run_migrations
+from citewise.store.sql import (
+    BINDING_KEYS,
+    DOC_COLS,
+    DOCUMENT_COLUMNS,
+    NCHUNK,
+    ChunkFilter,
+    SQLStore,
+    analysed_terms,
+    check_analyzer_binding,
+    check_model_binding,
+    checked_vectors,
+    chunk_cols,
+    chunk_from_row,
+    chunk_insert_columns,
+    chunk_values,
+    document_from_row,
+    document_values,
+    insert_sql,
 )
-from citewise.store.base import (
-    Filters,
-    IndexInfo,
-    LanguageCounts,
-    check_filters,
-    nested_read_transaction,
-)
-from citewise.store.sqlite import BM25_B, BM25_K1
 from citewise.types import Chunk, Document, Hit
 
 try:
@@ -200,26 +210,31 @@ def m004_chunk_page_starts(cur: psycopg.Cursor[Any]) -> None:
 MIGRATIONS: list[Callable[[psycopg.Cursor[Any]], None]] = [m001_initial, m002_collection,
                                                              m003_chunk_language,
                                                              m004_chunk_page_starts]
+_STEPS = named(MIGRATIONS)
 
-_CHUNK_COLS = (
-    "c.seq, c.id, c.document_id, c.ordinal, c.text, c.source_text, c.char_start, c.char_end, "
-    "c.section, c.page, c.page_end, c.line_start, c.line_end, c.symbol, c.content_hash, "
-    "c.token_count, c.language, c.page_starts"
-)
-#: how many columns ``_CHUNK_COLS`` selects
-_NCHUNK = 18
-_DOC_COLS = (
-    "d.id, d.path, d.source_path, d.title, d.format, d.content_hash, d.chunk_count, d.pages, "
-    "d.metadata, d.warnings, d.indexed_at, d.status, d.error, d.collection"
-)
+
+class MigrationTable:
+    """The index's migration ledger: one ``citewise_migrations`` row per applied migration
+    (its name and when it was applied)."""
+
+    def applied(self, cur: psycopg.Cursor[Any]) -> set[str]:
+        """The names recorded in ``citewise_migrations`` (created empty when missing)."""
+        cur.execute("CREATE TABLE IF NOT EXISTS citewise_migrations "
+                    "(name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())")
+        return {r[0] for r in cur.execute("SELECT name FROM citewise_migrations")}
+
+    def record(self, cur: psycopg.Cursor[Any], name: str, position: int) -> None:
+        """Add ``name``'s row."""
+        cur.execute("INSERT INTO citewise_migrations (name) VALUES (%s)", (name,))
+
+_CHUNK_COLS = chunk_cols("seq")
+_CHUNK_INSERT = insert_sql("chunks", chunk_insert_columns("embedding"), "%s") + " RETURNING seq"
+_DOCUMENT_INSERT = insert_sql("documents", DOCUMENT_COLUMNS, "%s")
 
 #: One query term's BM25 contribution to one chunk, evaluated in the same order as
-#: :func:`citewise.store.sqlite.bm25_scores` (left to right, float8): ``qtf * (idf * tf * (k1 +
+#: :func:`citewise.store.bm25.bm25_scores` (left to right, float8): ``qtf * (idf * tf * (k1 +
 #: 1) / (tf + k1 * (1 - b + b * dl / avgdl)))``.
-_TERM_SCORE = (
-    f"q.qtf * (q.idf * p.tf * {BM25_K1 + 1.0!r}::float8 / (p.tf + {BM25_K1!r}::float8 * "
-    f"(1.0::float8 - {BM25_B!r}::float8 + {BM25_B!r}::float8 * p.dl / s.avgdl)))"
-)
+_TERM_SCORE = term_score_sql("q.qtf", "q.idf", "p.tf", "p.dl", "s.avgdl")
 
 #: BM25 top-k in SQL; ``{filter}`` is "" or ``WHERE`` a condition on ``p.chunk``. Parameters:
 #: the query terms (first-occurrence order), their counts in the query, the filter's
@@ -234,7 +249,7 @@ WITH s AS (
     FROM collection_stats WHERE id = 1
 ), q AS MATERIALIZED (
     SELECT q.ord, q.term, q.qtf::float8 AS qtf,
-           ln(1.0::float8 + (s.n - t.df + 0.5::float8) / (t.df + 0.5::float8)) AS idf
+           {idf_sql('s.n', 't.df')} AS idf
     FROM unnest(%s::text[], %s::int[]) WITH ORDINALITY AS q(term, qtf, ord)
     JOIN term_stats t ON t.term = q.term, s
     WHERE t.df > 0
@@ -269,50 +284,21 @@ class _Removed:
     df: Counter[str] = field(default_factory=Counter)
 
 
+def _row(cursor: psycopg.Cursor[Any]) -> Any:
+    """The row of a query that always returns one (an aggregate, the one-row statistics
+    table); AssertionError when it returned none."""
+    row = cursor.fetchone()
+    assert row is not None
+    return row
+
+
 def _vec(value: Any) -> np.ndarray:
     """A pgvector value as float32 (dim,) (pgvector-python returns ``Vector`` objects)."""
     to_numpy = getattr(value, "to_numpy", None)
     return np.asarray(to_numpy() if to_numpy else value, dtype=np.float32)
 
 
-def _chunk(row: Sequence[Any]) -> Chunk:
-    return Chunk(
-        id=row[1], document_id=row[2], ordinal=row[3], text=row[4], source_text=row[5],
-        char_start=row[6], char_end=row[7], section=tuple(json.loads(row[8])), page=row[9],
-        page_end=row[10], line_start=row[11], line_end=row[12], symbol=row[13],
-        content_hash=row[14], token_count=row[15], language=row[16],
-        page_starts=tuple((int(a), int(b)) for a, b in json.loads(row[17] or "[]")),
-    )
-
-
-def _document(row: Sequence[Any]) -> Document:
-    return Document(
-        id=row[0], path=row[1], source_path=row[2], title=row[3], format=row[4],
-        content_hash=row[5], chunk_count=row[6], pages=row[7], metadata=json.loads(row[8]),
-        warnings=tuple(json.loads(row[9])), indexed_at=row[10], status=row[11], error=row[12],
-        collection=row[13],
-    )
-
-
-def connection_url(url: str) -> str:
-    """A libpq URL from a citewise/SQLAlchemy one: ``postgresql+psycopg://`` and
-    ``postgres://`` become ``postgresql://``; anything else is returned unchanged."""
-    for prefix in ("postgresql+psycopg://", "postgresql+psycopg2://", "postgres://"):
-        if url.startswith(prefix):
-            return "postgresql://" + url.removeprefix(prefix)
-    return url
-
-
-def _redact(url: str) -> str:
-    """The URL without its password (for messages and ``info().location``)."""
-    scheme, sep, rest = url.partition("://")
-    creds, at, host = rest.rpartition("@")
-    if not at or ":" not in creds:
-        return url
-    return f"{scheme}{sep}{creds.split(':', 1)[0]}:***@{host}"
-
-
-class PostgresStore(LanguageCounts):
+class PostgresStore(SQLStore):
     """The :class:`~citewise.store.base.Store` on a PostgreSQL database with pgvector.
 
     ``url``: a libpq URL (``postgresql://user:pass@host:5432/db``). ``ef_search``: HNSW
@@ -322,9 +308,14 @@ class PostgresStore(LanguageCounts):
     the server cannot be reached or the schema cannot be created.
     """
 
+    MARK = "%s"
+    META_TABLE = "citewise_meta"
+    KEY = "seq"
+    PATH_ORDER = 'd.path COLLATE "C"'
+
     def __init__(self, url: str, *, ef_search: int = 100, hnsw_m: int = 16,
                  hnsw_ef_construction: int = 64) -> None:
-        self.url = connection_url(url)
+        self.url = libpq_url(url)
         self.ef_search = ef_search
         self.hnsw_m, self.hnsw_ef_construction = hnsw_m, hnsw_ef_construction
         self._local = threading.local()
@@ -335,7 +326,7 @@ class PostgresStore(LanguageCounts):
                 self._migrate(conn)
         except psycopg.Error as err:
             raise IndexError_(
-                f"cannot open the PostgreSQL index at {_redact(self.url)} ({err}); check "
+                f"cannot open the PostgreSQL index at {redact_url(self.url)} ({err}); check "
                 "CITEWISE_STORE and that the server runs and has the pgvector extension"
             ) from None
 
@@ -358,12 +349,12 @@ class PostgresStore(LanguageCounts):
         """Apply the migrations not yet recorded, in order, under an advisory lock. On a
         read-only hot standby (a streaming replica) nothing can be written: the schema the
         primary replicated is checked instead, and a missing migration raises IndexError_."""
-        if conn.execute("SELECT pg_is_in_recovery()").fetchone()[0]:
+        if conn.execute("SELECT pg_is_in_recovery()").fetchone() == (True,):
             present = conn.execute("SELECT to_regclass('citewise_migrations') IS NOT NULL"
-                                   ).fetchone()[0]
+                                   ).fetchone() == (True,)
             done = ({r[0] for r in conn.execute("SELECT name FROM citewise_migrations")}
                     if present else set())
-            missing = [m.__name__ for m in MIGRATIONS if m.__name__ not in done]
+            missing = pending(_STEPS, done)
             if missing:
                 raise IndexError_(
                     f"the read-only replica lacks schema migrations {missing}; open the index "
@@ -372,14 +363,7 @@ class PostgresStore(LanguageCounts):
             return
         with conn.transaction(), conn.cursor() as cur:
             cur.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
-            cur.execute("CREATE TABLE IF NOT EXISTS citewise_migrations "
-                        "(name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())")
-            done = {r[0] for r in cur.execute("SELECT name FROM citewise_migrations")}
-            for migration in MIGRATIONS:
-                if migration.__name__ not in done:
-                    migration(cur)
-                    cur.execute("INSERT INTO citewise_migrations (name) VALUES (%s)",
-                                (migration.__name__,))
+            run_migrations(cur, _STEPS, MigrationTable())
 
     def migrations(self) -> list[str]:
         """Names of the applied migrations, in the order they were applied."""
@@ -409,19 +393,14 @@ class PostgresStore(LanguageCounts):
             try:
                 return write()
             except (pg_errors.DeadlockDetected, pg_errors.SerializationFailure):
-                if attempt == _RETRIES - 1 or getattr(self._local, "depth", 0):
+                if attempt == _RETRIES - 1 or getattr(self._local, "depth", 0) != 0:
                     raise
                 time.sleep(0.01 * 2**attempt)
         raise AssertionError("unreachable")
 
-    def _meta(self, key: str) -> str | None:
-        row = self.db.execute("SELECT value FROM citewise_meta WHERE key = %s", (key,)).fetchone()
-        return row[0] if row else None
-
     def generation(self) -> int:
         """A counter bumped by every committed write."""
-        row = self.db.execute("SELECT generation FROM collection_stats WHERE id = 1").fetchone()
-        return int(row[0])
+        return int(_row(self.db.execute("SELECT generation FROM collection_stats WHERE id = 1"))[0])
 
     def close(self) -> None:
         """Close every connection this store opened (in any thread)."""
@@ -448,19 +427,18 @@ class PostgresStore(LanguageCounts):
         :data:`HALFVEC_MAX_DIM` dimensions (:func:`check_dimension`)."""
         check_dimension(dim, name)
         with self._write("citewise:model") as cur:
-            stored, stored_dim = self._meta("embedding_model"), self._meta("dimension")
             has_chunks = cur.execute("SELECT 1 FROM chunks LIMIT 1").fetchone() is not None
-            if stored is not None and has_chunks and (stored != name or int(stored_dim) != dim):
-                raise EmbeddingMismatchError(stored, int(stored_dim), name, dim)
-            column_dim = cur.execute(
+            check_model_binding(self._meta("embedding_model"), self._meta("dimension"),
+                                has_chunks, name, dim)
+            column_dim = _row(cur.execute(
                 "SELECT atttypmod FROM pg_attribute WHERE attrelid = 'chunks'::regclass "
-                "AND attname = 'embedding'").fetchone()[0]
+                "AND attname = 'embedding'"))[0]
             if column_dim != dim and not has_chunks:
                 cur.execute("DROP INDEX IF EXISTS chunks_embedding_hnsw")
                 cur.execute(f"ALTER TABLE chunks ALTER COLUMN embedding TYPE vector({int(dim)})")
                 self._create_hnsw(cur, dim)
-            elif not has_chunks and cur.execute(
-                    "SELECT to_regclass('chunks_embedding_hnsw') IS NULL").fetchone()[0]:
+            elif not has_chunks and _row(cur.execute(
+                    "SELECT to_regclass('chunks_embedding_hnsw') IS NULL"))[0]:
                 # an empty index of a dimension that had no HNSW index before halfvec was
                 # used (2,001-4,000): ``citewise reindex`` gets one
                 self._create_hnsw(cur, dim)
@@ -498,17 +476,11 @@ class PostgresStore(LanguageCounts):
                     (BUILD_MEMORY, BUILD_MEMORY))
                 self._create_hnsw(cur, dim)
 
-    def stored_model(self) -> tuple[str | None, int | None]:
-        dim = self._meta("dimension")
-        return self._meta("embedding_model"), int(dim) if dim else None
-
     def bind_analyzer(self, version: str, *, force: bool = False) -> None:
         """See :meth:`Store.bind_analyzer`."""
         with self._write("citewise:model") as cur:
-            stored = self._meta("analyzer")
             has_chunks = cur.execute("SELECT 1 FROM chunks LIMIT 1").fetchone() is not None
-            if not force and stored is not None and has_chunks and stored != version:
-                raise AnalyzerMismatchError(stored, version)
+            check_analyzer_binding(self._meta("analyzer"), has_chunks, version, force)
             cur.execute("INSERT INTO citewise_meta VALUES ('analyzer', %s) ON CONFLICT (key) "
                         "DO UPDATE SET value = EXCLUDED.value", (version,))
 
@@ -529,16 +501,8 @@ class PostgresStore(LanguageCounts):
         (computed from ``chunk.text`` when omitted). Raises ValueError on a shape mismatch and
         psycopg's errors (for example UniqueViolation for a chunk id held by another document)
         after rolling the whole write back."""
-        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-        if vectors.ndim != 2 or vectors.shape[0] != len(chunks):
-            raise ValueError(f"vectors shape {vectors.shape} does not match {len(chunks)} chunks")
-        _, dim = self.stored_model()
-        if dim is not None and len(chunks) and vectors.shape[1] != dim:
-            raise ValueError(f"vectors are {vectors.shape[1]}-d but the index holds {dim}-d")
-        if terms is None:
-            from citewise.text.analysis import analyze
-
-            terms = [analyze(c.text) for c in chunks]
+        vectors = checked_vectors(chunks, vectors, self.stored_model()[1], np.float32)
+        terms = analysed_terms(chunks, terms)
         counts = [Counter(t.split()) for t in terms]
         if len(counts) != len(chunks):
             raise ValueError(f"{len(counts)} terms strings for {len(chunks)} chunks")
@@ -550,38 +514,13 @@ class PostgresStore(LanguageCounts):
         with self._write(doc_key, path_key) as cur:
             removed = self._remove(cur, "d.id = %s OR d.source_path = %s",
                                    (document.id, document.source_path))
-            cur.execute(
-                "INSERT INTO documents (id, path, source_path, title, format, content_hash, "
-                "chunk_count, pages, metadata, warnings, indexed_at, status, error, collection) "
-                "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
-                (
-                    document.id, document.path, document.source_path, document.title,
-                    document.format, document.content_hash, len(chunks), document.pages,
-                    json.dumps(document.metadata, default=str, ensure_ascii=False),
-                    json.dumps(list(document.warnings), ensure_ascii=False),
-                    document.indexed_at or time.time(), document.status, document.error,
-                    document.collection,
-                ),
-            )
+            cur.execute(_DOCUMENT_INSERT, document_values(document, len(chunks)))
             seqs: list[int] = []
             if chunks:
-                cur.executemany(
-                    "INSERT INTO chunks (id, document_id, ordinal, text, source_text, "
-                    "char_start, char_end, section, page, page_end, line_start, line_end, "
-                    "symbol, content_hash, token_count, terms, n_terms, embedding, language, "
-                    "page_starts) "
-                    "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) "
-                    "RETURNING seq",
-                    [
-                        (c.id, document.id, c.ordinal, c.text, c.source_text, c.char_start,
-                         c.char_end, json.dumps(list(c.section), ensure_ascii=False), c.page,
-                         c.page_end, c.line_start, c.line_end, c.symbol, c.content_hash,
-                         c.token_count, t, sum(n.values()), vectors[i], c.language,
-                         json.dumps(c.page_starts))
-                        for i, (c, t, n) in enumerate(zip(chunks, terms, counts, strict=True))
-                    ],
-                    returning=True,
-                )
+                cur.executemany(_CHUNK_INSERT, [
+                    chunk_values(c, document.id, t, sum(n.values()), vectors[i])
+                    for i, (c, t, n) in enumerate(zip(chunks, terms, counts, strict=True))
+                ], returning=True)
                 while True:
                     seqs.append(cur.fetchone()[0])  # type: ignore[index]
                     if not cur.nextset():
@@ -689,26 +628,11 @@ class PostgresStore(LanguageCounts):
             else:
                 for table in ("postings", "term_stats", "chunks", "documents"):
                     cur.execute(f"DELETE FROM {table}")
-            cur.execute("DELETE FROM citewise_meta "
-                        "WHERE key IN ('embedding_model', 'dimension', 'analyzer')")
+            cur.execute(f"DELETE FROM citewise_meta WHERE key IN {BINDING_KEYS}")
             cur.execute("UPDATE collection_stats SET chunks = 0, total_terms = 0, "
                         "generation = generation + 1 WHERE id = 1")
 
-    def record_failure(self, document: Document) -> None:
-        """Keep a file that could not be read as a ``failed`` document with no chunks."""
-        failed = replace(document, status="failed", chunk_count=0)
-        self.upsert_document(failed, [], np.zeros((0, 1), dtype=np.float32), [])
-
     # --- reads ----------------------------------------------------------------------------
-    def document(self, document_id: str) -> Document | None:
-        row = self.db.execute(
-            f"SELECT {_DOC_COLS} FROM documents d WHERE d.id = %s", (document_id,)).fetchone()
-        return _document(row) if row else None
-
-    def documents(self) -> list[Document]:
-        rows = self.db.execute(f"SELECT {_DOC_COLS} FROM documents d ORDER BY d.path COLLATE \"C\"")
-        return [_document(r) for r in rows]
-
     def cached_vectors(self, content_hashes: Sequence[str]) -> dict[str, np.ndarray]:
         rows = self.db.execute("SELECT content_hash, embedding FROM chunks "
                                "WHERE content_hash = ANY(%s)", (list(set(content_hashes)),))
@@ -736,52 +660,46 @@ class PostgresStore(LanguageCounts):
 
     def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, tuple[Chunk, Document]]:
         rows = self.db.execute(
-            f"SELECT {_CHUNK_COLS}, {_DOC_COLS} FROM chunks c "
+            f"SELECT {_CHUNK_COLS}, {DOC_COLS} FROM chunks c "
             "JOIN documents d ON d.id = c.document_id WHERE c.id = ANY(%s) ORDER BY c.seq",
             (list(set(chunk_ids)),))
-        return {row[1]: (_chunk(row[:_NCHUNK]), _document(row[_NCHUNK:])) for row in rows}
-
-    def chunks_of(self, document_id: str) -> list[Chunk]:
-        rows = self.db.execute(
-            f"SELECT {_CHUNK_COLS} FROM chunks c WHERE c.document_id = %s ORDER BY c.ordinal",
-            (document_id,))
-        return [_chunk(r) for r in rows]
+        return {row[1]: (chunk_from_row(row[:NCHUNK]), document_from_row(row[NCHUNK:]))
+                for row in rows}
 
     def info(self) -> IndexInfo:
         """Counts, model, and ``index_bytes``: the on-disk size of the store's tables and
         their indexes (``pg_total_relation_size``), in bytes."""
-        docs = self.db.execute(
-            "SELECT count(*) FROM documents WHERE status = 'indexed'").fetchone()[0]
-        chunks, size = self.db.execute(
+        docs = _row(self.db.execute(
+            "SELECT count(*) FROM documents WHERE status = 'indexed'"))[0]
+        chunks, size = _row(self.db.execute(
             "SELECT (SELECT chunks FROM collection_stats WHERE id = 1), "
             "(SELECT sum(pg_total_relation_size(t::regclass)) FROM unnest(ARRAY['documents', "
-            "'chunks', 'postings', 'term_stats', 'collection_stats', 'citewise_meta']) t)"
-        ).fetchone()
+            "'chunks', 'postings', 'term_stats', 'collection_stats', 'citewise_meta']) t)"))
         model, dim = self.stored_model()
-        return IndexInfo(int(docs), int(chunks), model, dim, int(size), _redact(self.url))
+        return IndexInfo(int(docs), int(chunks), model, dim, int(size), redact_url(self.url))
 
     # --- filters --------------------------------------------------------------------------
     @staticmethod
     def _filter_sql(filters: Filters | None) -> tuple[str, list[Any]]:
         """A condition over ``chunks c`` for ``filters`` ("" for none) and its parameters.
         Raises ValueError naming unknown filter keys."""
-        if not filters:
+        wanted = ChunkFilter.parse(filters)
+        if wanted is None:
             return "", []
-        check_filters(filters)
         clauses: list[str] = []
         params: list[Any] = []
-        if ids := filters.get("document_ids"):
+        if ids := wanted.document_ids:
             clauses.append("c.document_id = ANY(%s)")
             params.append(list(ids))
-        if prefix := filters.get("path_prefix"):
+        if prefix := wanted.path_prefix:
             clauses.append("c.document_id IN (SELECT id FROM documents "
                            "WHERE starts_with(path, %s))")
             params.append(prefix)
-        if filters.get("collections") is not None:
+        if wanted.collections is not None:
             clauses.append("c.document_id IN (SELECT id FROM documents "
                            "WHERE collection = ANY(%s))")
-            params.append(list(filters["collections"]))  # [] matches nothing
-        if language := filters.get("language"):
+            params.append(list(wanted.collections))  # [] matches nothing
+        if language := wanted.language:
             clauses.append("c.language = %s")
             params.append(language)
         return " AND ".join(clauses), params
@@ -831,13 +749,13 @@ class PostgresStore(LanguageCounts):
         rows = self.db.execute(
             f"SELECT {_CHUNK_COLS}, c.terms, c.embedding FROM chunks c "
             "WHERE c.document_id = %s ORDER BY c.ordinal", (document_id,)).fetchall()
-        vectors = (np.stack([_vec(r[_NCHUNK + 1]) for r in rows]) if rows
+        vectors = (np.stack([_vec(r[NCHUNK + 1]) for r in rows]) if rows
                    else np.zeros((0, self.stored_model()[1] or 1), dtype=np.float32))
-        return [_chunk(r[:_NCHUNK]) for r in rows], vectors, [r[_NCHUNK] for r in rows]
+        return [chunk_from_row(r[:NCHUNK]) for r in rows], vectors, [r[NCHUNK] for r in rows]
 
     # --- sparse ---------------------------------------------------------------------------
     def term_document_frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
-        n = self.db.execute("SELECT chunks FROM collection_stats WHERE id = 1").fetchone()[0]
+        n = _row(self.db.execute("SELECT chunks FROM collection_stats WHERE id = 1"))[0]
         df: dict[str, int] = dict.fromkeys(terms, 0)
         rows = self.db.execute("SELECT term, df FROM term_stats WHERE term = ANY(%s)",
                                (list(df),))

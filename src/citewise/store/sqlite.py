@@ -10,8 +10,9 @@ Design
 * ``chunks_fts``: an FTS5 index over ``chunks.terms`` (external content, kept in step by
   triggers), used to find BM25 candidates; ``chunks_vocab`` (fts5vocab) gives document
   frequencies. Candidates are re-scored with Lucene's BM25 (smoothed IDF, see
-  :func:`bm25_scores`) because FTS5's built-in ``bm25()`` floors the IDF of any term present in
-  half of the chunks or more to ~0, which breaks small collections (case C39).
+  :func:`~citewise.store.bm25.bm25_scores`) because FTS5's built-in ``bm25()`` floors the
+  IDF of any term present in half of the chunks or more to ~0, which breaks small
+  collections (case C39).
 * ``meta``: the schema version, the embedding model name and dimension, the version of the
   text analysis that made the BM25 terms (``analyzer``, see
   :data:`citewise.text.analysis.ANALYZER_VERSION`), and ``generation``, a counter bumped
@@ -24,42 +25,50 @@ new version, never a mix. WAL lets readers search while one writer ingests; writ
 ``busy_timeout`` for each other. Dense search is exact: the float32 matrix of all vectors is
 loaded once per generation and searched with one matrix-vector product.
 
-Migrations are named, ordered functions (``m001_initial``...) applied once each.
+Migrations are named, ordered functions (``m001_initial``...) applied once each by
+:func:`citewise.store.migrations.run_migrations`; ``PRAGMA user_version`` counts those applied.
 """
 
 from __future__ import annotations
 
-import json
-import math
 import sqlite3
 import threading
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Literal
 
 import numpy as np
 
-from citewise.errors import (
-    AnalyzerMismatchError,
-    EmbeddingMismatchError,
-    IndexChangedError,
-    IndexError_,
-)
-from citewise.store.base import (
-    Filters,
-    IndexInfo,
-    LanguageCounts,
-    check_filters,
-    nested_read_transaction,
+from citewise.errors import IndexChangedError, IndexError_
+from citewise.store.base import Filters, IndexInfo, nested_read_transaction
+from citewise.store.bm25 import BM25_B, BM25_K1, bm25_scores
+from citewise.store.migrations import named, run_migrations
+from citewise.store.sql import (
+    BINDING_KEYS,
+    DOC_COLS,
+    DOCUMENT_COLUMNS,
+    NCHUNK,
+    ChunkFilter,
+    SQLStore,
+    analysed_terms,
+    check_analyzer_binding,
+    check_model_binding,
+    checked_vectors,
+    chunk_cols,
+    chunk_from_row,
+    chunk_insert_columns,
+    chunk_values,
+    document_from_row,
+    document_values,
+    insert_sql,
 )
 from citewise.types import Chunk, Document, Hit
 
-#: Lucene/Anserini BM25 parameters used for BEIR baselines.
-BM25_K1 = 0.9
-BM25_B = 0.4
+# the BM25 names stay importable from here, where they were defined before citewise.store.bm25
+__all__ = ["BM25_B", "BM25_K1", "MIGRATIONS", "SQLiteStore", "bm25_scores"]
 
 
 M001 = [
@@ -165,21 +174,21 @@ def m004_chunk_page_starts(db: sqlite3.Connection) -> None:
 
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m001_initial, m002_collection, m003_chunk_language, m004_chunk_page_starts]
+_STEPS = named(MIGRATIONS)
 
 
-def bm25_scores(
-    tf: np.ndarray, dl: np.ndarray, df: int, n_docs: int, avgdl: float,
-    k1: float = BM25_K1, b: float = BM25_B,
-) -> np.ndarray:
-    """One term's BM25 contribution per candidate, float64 shape like ``tf``; higher is better.
+class UserVersionLedger:
+    """The index's migration ledger: ``PRAGMA user_version`` is how many of
+    :data:`MIGRATIONS` were applied (the first that many, in order)."""
 
-    ``idf = ln(1 + (N - df + 0.5) / (df + 0.5))`` (Lucene's smoothed IDF, always > 0) and
-    ``tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))`` (Robertson et al., "Okapi at
-    TREC-3", 1994). ``tf``/``dl`` in tokens; ``avgdl`` the mean chunk length in tokens.
-    """
-    idf = math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
-    norm = k1 * (1.0 - b + b * dl / max(avgdl, 1e-9))
-    return idf * tf * (k1 + 1.0) / (tf + norm)
+    def applied(self, db: sqlite3.Connection) -> set[str]:
+        """The names of the first ``user_version`` migrations."""
+        version = int(db.execute("PRAGMA user_version").fetchone()[0])
+        return {m.name for m in _STEPS[:version]}
+
+    def record(self, db: sqlite3.Connection, name: str, position: int) -> None:
+        """Set ``user_version`` to ``position``: the migrations up to ``name`` are applied."""
+        db.execute(f"PRAGMA user_version = {int(position)}")
 
 
 @dataclass
@@ -189,36 +198,23 @@ class _Matrix:
     vectors: np.ndarray  # float32 (n, dim)
 
 
-_CHUNK_COLS = (
-    "c.rowid, c.id, c.document_id, c.ordinal, c.text, c.source_text, c.char_start, c.char_end, "
-    "c.section, c.page, c.page_end, c.line_start, c.line_end, c.symbol, c.content_hash, "
-    "c.token_count, c.language, c.page_starts"
-)
-#: how many columns ``_CHUNK_COLS`` selects
-_NCHUNK = 18
-_DOC_COLS = (
-    "d.id, d.path, d.source_path, d.title, d.format, d.content_hash, d.chunk_count, d.pages, "
-    "d.metadata, d.warnings, d.indexed_at, d.status, d.error, d.collection"
-)
+_CHUNK_COLS = chunk_cols("rowid")
+_CHUNK_INSERT = insert_sql("chunks", chunk_insert_columns("vector"), "?")
+_DOCUMENT_INSERT = insert_sql("documents", DOCUMENT_COLUMNS, "?")
 
 
-def _chunk(row: Sequence) -> Chunk:
-    return Chunk(
-        id=row[1], document_id=row[2], ordinal=row[3], text=row[4], source_text=row[5],
-        char_start=row[6], char_end=row[7], section=tuple(json.loads(row[8])), page=row[9],
-        page_end=row[10], line_start=row[11], line_end=row[12], symbol=row[13],
-        content_hash=row[14], token_count=row[15], language=row[16],
-        page_starts=tuple((int(a), int(b)) for a, b in json.loads(row[17] or "[]")),
-    )
-
-
-def _document(row: Sequence) -> Document:
-    return Document(
-        id=row[0], path=row[1], source_path=row[2], title=row[3], format=row[4],
-        content_hash=row[5], chunk_count=row[6], pages=row[7], metadata=json.loads(row[8]),
-        warnings=tuple(json.loads(row[9])), indexed_at=row[10], status=row[11], error=row[12],
-        collection=row[13],
-    )
+@contextmanager
+def _immediate(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """One write transaction on ``db`` (``BEGIN IMMEDIATE``: the write lock at once, waiting
+    up to the busy timeout for another writer): committed when the body returns, rolled back
+    when it raises (the exception propagates)."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield db
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
 
 
 def _remove_sqlite_files(path: Path) -> None:
@@ -227,11 +223,15 @@ def _remove_sqlite_files(path: Path) -> None:
         Path(f"{path}{suffix}").unlink(missing_ok=True)
 
 
-class SQLiteStore(LanguageCounts):
+class SQLiteStore(SQLStore):
     """The :class:`~citewise.store.base.Store` over one SQLite file (created if missing).
 
     Safe to share between threads (one connection per thread) and between processes.
     """
+
+    MARK = "?"
+    META_TABLE = "meta"
+    KEY = "rowid"
 
     def __init__(self, path: str | Path, busy_timeout_s: float = 60.0) -> None:
         self.path = Path(path)
@@ -265,17 +265,9 @@ class SQLiteStore(LanguageCounts):
         return conn
 
     def _migrate(self) -> None:
-        db = self.db
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            version = db.execute("PRAGMA user_version").fetchone()[0]
-            for number, migration in enumerate(MIGRATIONS[version:], start=version + 1):
-                migration(db)
-                db.execute(f"PRAGMA user_version = {number}")
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
+        """Bring the schema up to date in one ``BEGIN IMMEDIATE`` transaction."""
+        with _immediate(self.db) as db:
+            run_migrations(db, _STEPS, UserVersionLedger())
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
@@ -283,10 +275,6 @@ class SQLiteStore(LanguageCounts):
         state, so a query never mixes two versions of a document (re-entrant per thread)."""
         with nested_read_transaction(self._local, self.db.execute, "BEGIN"):
             yield
-
-    def _meta(self, key: str) -> str | None:
-        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return row[0] if row else None
 
     def generation(self) -> int:
         return int(self._meta("generation") or 0)
@@ -299,52 +287,26 @@ class SQLiteStore(LanguageCounts):
 
     # --- model binding --------------------------------------------------------------------
     def bind_model(self, name: str, dim: int) -> None:
-        db = self.db
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            stored, stored_dim = self._meta("embedding_model"), self._meta("dimension")
+        with _immediate(self.db) as db:
             has_chunks = db.execute("SELECT 1 FROM chunks LIMIT 1").fetchone() is not None
-            if stored is not None and has_chunks and (stored != name or int(stored_dim) != dim):
-                raise EmbeddingMismatchError(stored, int(stored_dim), name, dim)
+            check_model_binding(self._meta("embedding_model"), self._meta("dimension"),
+                                has_chunks, name, dim)
             db.execute("INSERT OR REPLACE INTO meta VALUES ('embedding_model', ?)", (name,))
             db.execute("INSERT OR REPLACE INTO meta VALUES ('dimension', ?)", (str(dim),))
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-
-    def stored_model(self) -> tuple[str | None, int | None]:
-        dim = self._meta("dimension")
-        return self._meta("embedding_model"), int(dim) if dim else None
 
     def bind_analyzer(self, version: str, *, force: bool = False) -> None:
         """See :meth:`Store.bind_analyzer`."""
-        db = self.db
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            stored = self._meta("analyzer")
+        with _immediate(self.db) as db:
             has_chunks = db.execute("SELECT 1 FROM chunks LIMIT 1").fetchone() is not None
-            if not force and stored is not None and has_chunks and stored != version:
-                raise AnalyzerMismatchError(stored, version)
+            check_analyzer_binding(self._meta("analyzer"), has_chunks, version, force)
             db.execute("INSERT OR REPLACE INTO meta VALUES ('analyzer', ?)", (version,))
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-
 
     def mark_unfinished(self, note: str | None) -> None:
         """See :meth:`Store.mark_unfinished`."""
-        db = self.db
-        db.execute("BEGIN IMMEDIATE")
-        try:
+        with _immediate(self.db) as db:
             db.execute("DELETE FROM meta WHERE key = 'unfinished'")
             if note is not None:
                 db.execute("INSERT INTO meta VALUES ('unfinished', ?)", (note,))
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
 
     # --- writes ---------------------------------------------------------------------------
     def upsert_document(
@@ -353,19 +315,9 @@ class SQLiteStore(LanguageCounts):
     ) -> None:
         """See :meth:`Store.upsert_document`. ``terms``: analysed BM25 text per chunk
         (computed from ``chunk.text`` when omitted)."""
-        vectors = np.ascontiguousarray(vectors, dtype="<f4")
-        if vectors.ndim != 2 or vectors.shape[0] != len(chunks):
-            raise ValueError(f"vectors shape {vectors.shape} does not match {len(chunks)} chunks")
-        _, dim = self.stored_model()
-        if dim is not None and len(chunks) and vectors.shape[1] != dim:
-            raise ValueError(f"vectors are {vectors.shape[1]}-d but the index holds {dim}-d")
-        if terms is None:
-            from citewise.text.analysis import analyze
-
-            terms = [analyze(c.text) for c in chunks]
-        db = self.db
-        db.execute("BEGIN IMMEDIATE")
-        try:
+        vectors = checked_vectors(chunks, vectors, self.stored_model()[1], "<f4")
+        terms = analysed_terms(chunks, terms)
+        with _immediate(self.db) as db:
             db.execute("DELETE FROM chunks WHERE document_id = ?", (document.id,))
             db.execute(
                 "DELETE FROM chunks WHERE document_id IN "
@@ -376,69 +328,28 @@ class SQLiteStore(LanguageCounts):
                 "DELETE FROM documents WHERE id = ? OR source_path = ?",
                 (document.id, document.source_path),
             )
-            db.execute(
-                "INSERT INTO documents (id, path, source_path, title, format, content_hash, "
-                "chunk_count, pages, metadata, warnings, indexed_at, status, error, collection) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (
-                    document.id, document.path, document.source_path, document.title,
-                    document.format, document.content_hash, len(chunks), document.pages,
-                    json.dumps(document.metadata, default=str, ensure_ascii=False),
-                    json.dumps(list(document.warnings), ensure_ascii=False),
-                    document.indexed_at or time.time(), document.status, document.error,
-                    document.collection,
-                ),
-            )
-            db.executemany(
-                "INSERT INTO chunks (id, document_id, ordinal, text, source_text, char_start, "
-                "char_end, section, page, page_end, line_start, line_end, symbol, content_hash, "
-                "token_count, terms, n_terms, vector, language, page_starts) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                [
-                    (
-                        c.id, document.id, c.ordinal, c.text, c.source_text, c.char_start,
-                        c.char_end, json.dumps(list(c.section), ensure_ascii=False), c.page,
-                        c.page_end, c.line_start, c.line_end, c.symbol, c.content_hash,
-                        c.token_count, t, len(t.split()), vectors[i].tobytes(), c.language,
-                        json.dumps(c.page_starts),
-                    )
-                    for i, (c, t) in enumerate(zip(chunks, terms, strict=True))
-                ],
-            )
+            db.execute(_DOCUMENT_INSERT, document_values(document, len(chunks)))
+            db.executemany(_CHUNK_INSERT, [
+                chunk_values(c, document.id, t, len(t.split()), vectors[i].tobytes())
+                for i, (c, t) in enumerate(zip(chunks, terms, strict=True))
+            ])
             self._bump(db)
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
 
     def delete_document(self, document_id: str) -> bool:
-        db = self.db
-        db.execute("BEGIN IMMEDIATE")
-        try:
+        with _immediate(self.db) as db:
             db.execute("DELETE FROM chunks WHERE document_id = ?", (document_id,))
             deleted = db.execute("DELETE FROM documents WHERE id = ?", (document_id,)).rowcount
             if deleted:
                 self._bump(db)
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
         return bool(deleted)
 
     def clear(self) -> None:
         """Delete every document and forget the embedding model (for ``citewise reindex``)."""
-        db = self.db
-        db.execute("BEGIN IMMEDIATE")
-        try:
+        with _immediate(self.db) as db:
             db.execute("DELETE FROM chunks")
             db.execute("DELETE FROM documents")
-            db.execute(
-                "DELETE FROM meta WHERE key IN ('embedding_model', 'dimension', 'analyzer')")
+            db.execute(f"DELETE FROM meta WHERE key IN {BINDING_KEYS}")
             self._bump(db)
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
 
     @contextmanager
     def rebuild(self) -> Iterator[SQLiteStore]:
@@ -476,13 +387,12 @@ class SQLiteStore(LanguageCounts):
         db = self.db
         db.execute("ATTACH DATABASE ? AS staged", (str(staging),))
         try:
-            db.execute("BEGIN IMMEDIATE")
-            try:
+            with _immediate(db):
                 if self.generation() != generation:
                     raise IndexChangedError(
                         "the index was changed while it was rebuilt (an upload or delete); "
                         "nothing was switched, run citewise reindex again")
-                doc_cols = ", ".join(c.removeprefix("d.") for c in _DOC_COLS.split(", "))
+                doc_cols = ", ".join(DOCUMENT_COLUMNS)
                 chunk_cols = ", ".join(r[1] for r in db.execute("PRAGMA main.table_info(chunks)"))
                 db.execute("DELETE FROM main.chunks")
                 db.execute("DELETE FROM main.documents")
@@ -490,15 +400,10 @@ class SQLiteStore(LanguageCounts):
                            f"SELECT {doc_cols} FROM staged.documents")
                 db.execute(f"INSERT INTO main.chunks ({chunk_cols}) "
                            f"SELECT {chunk_cols} FROM staged.chunks")
-                keys = "('embedding_model', 'dimension', 'analyzer')"
-                db.execute(f"DELETE FROM main.meta WHERE key IN {keys}")
+                db.execute(f"DELETE FROM main.meta WHERE key IN {BINDING_KEYS}")
                 db.execute(f"INSERT INTO main.meta SELECT key, value FROM staged.meta "
-                           f"WHERE key IN {keys}")
+                           f"WHERE key IN {BINDING_KEYS}")
                 self._bump(db)
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
         finally:
             db.execute("DETACH DATABASE staged")
 
@@ -509,17 +414,7 @@ class SQLiteStore(LanguageCounts):
         )
 
     # --- reads ----------------------------------------------------------------------------
-    def document(self, document_id: str) -> Document | None:
-        row = self.db.execute(
-            f"SELECT {_DOC_COLS} FROM documents d WHERE d.id = ?", (document_id,)
-        ).fetchone()
-        return _document(row) if row else None
-
-    def documents(self) -> list[Document]:
-        rows = self.db.execute(f"SELECT {_DOC_COLS} FROM documents d ORDER BY d.path")
-        return [_document(r) for r in rows]
-
-    def _rows_in(self, sql: str, keys: Sequence[str]) -> Iterator[Sequence]:
+    def _rows_in(self, sql: str, keys: Sequence[str]) -> Iterator[Sequence[Any]]:
         """Rows of ``sql`` (with one ``{marks}`` placeholder list) for unique ``keys``, queried
         in batches of 500 to stay under SQLite's bound-parameter limit."""
         unique = list(dict.fromkeys(keys))
@@ -550,22 +445,10 @@ class SQLiteStore(LanguageCounts):
         return [(cid, frozenset(t.split()), np.frombuffer(v, dtype="<f4")) for cid, t, v in rows]
 
     def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, tuple[Chunk, Document]]:
-        sql = (f"SELECT {_CHUNK_COLS}, {_DOC_COLS} FROM chunks c "
+        sql = (f"SELECT {_CHUNK_COLS}, {DOC_COLS} FROM chunks c "
                "JOIN documents d ON d.id = c.document_id WHERE c.id IN ({marks})")
-        return {row[1]: (_chunk(row[:_NCHUNK]), _document(row[_NCHUNK:]))
+        return {row[1]: (chunk_from_row(row[:NCHUNK]), document_from_row(row[NCHUNK:]))
                 for row in self._rows_in(sql, chunk_ids)}
-
-    def record_failure(self, document: Document) -> None:
-        """Keep a file that could not be read as a ``failed`` document with no chunks."""
-        failed = replace(document, status="failed", chunk_count=0)
-        self.upsert_document(failed, [], np.zeros((0, 1), dtype=np.float32), [])
-
-    def chunks_of(self, document_id: str) -> list[Chunk]:
-        rows = self.db.execute(
-            f"SELECT {_CHUNK_COLS} FROM chunks c WHERE c.document_id = ? ORDER BY c.ordinal",
-            (document_id,),
-        )
-        return [_chunk(r) for r in rows]
 
     def export(self, document_id: str) -> tuple[list[Chunk], np.ndarray, list[str]]:
         """A document's chunks (``ordinal`` order), their float32 (n, dim) vectors and analysed
@@ -574,11 +457,11 @@ class SQLiteStore(LanguageCounts):
             f"SELECT {_CHUNK_COLS}, c.terms, c.vector FROM chunks c "
             "WHERE c.document_id = ? ORDER BY c.ordinal", (document_id,)).fetchall()
         if rows:
-            vectors = np.frombuffer(b"".join(r[_NCHUNK + 1] for r in rows), dtype="<f4")
+            vectors = np.frombuffer(b"".join(r[NCHUNK + 1] for r in rows), dtype="<f4")
             vectors = vectors.reshape(len(rows), -1).astype(np.float32)
         else:
             vectors = np.zeros((0, self.stored_model()[1] or 1), dtype=np.float32)
-        return [_chunk(r[:_NCHUNK]) for r in rows], vectors, [r[_NCHUNK] for r in rows]
+        return [chunk_from_row(r[:NCHUNK]) for r in rows], vectors, [r[NCHUNK] for r in rows]
 
     def check(self) -> list[str]:
         """Problems found in the index file, one sentence each; [] when it is consistent.
@@ -634,30 +517,31 @@ class SQLiteStore(LanguageCounts):
         return IndexInfo(docs, chunks, model, dim, size, str(self.path))
 
     # --- filters --------------------------------------------------------------------------
-    def _filter_clauses(self, filters: Filters | None) -> tuple[list[str], list[object]] | None:
+    @staticmethod
+    def _filter_clauses(filters: Filters | None) -> tuple[list[str], list[object]] | None:
         """SQL conditions on ``chunks c JOIN documents d`` for ``filters``: None when nothing
-        is filtered, ``(["0"], [])`` when nothing can match (no readable collection)."""
-        if not filters:
+        is filtered, ``(["0"], [])`` when nothing can match (no readable collection). Raises
+        ValueError for an unknown filter key."""
+        wanted = ChunkFilter.parse(filters)
+        if wanted is None:
             return None
-        check_filters(filters)
+        if wanted.matches_nothing:
+            return ["0"], []
         clauses: list[str] = []
         params: list[object] = []
-        if ids := filters.get("document_ids"):
+        if ids := wanted.document_ids:
             clauses.append(f"c.document_id IN ({','.join('?' * len(ids))})")
             params.extend(ids)
-        if prefix := filters.get("path_prefix"):
+        if prefix := wanted.path_prefix:
             clauses.append("substr(d.path, 1, ?) = ?")
             params.extend([len(prefix), prefix])
-        if filters.get("collections") is not None:
-            names = list(filters["collections"])
-            if not names:
-                return ["0"], []  # no collection readable: nothing
+        if (names := wanted.collections) is not None:
             clauses.append(f"d.collection IN ({','.join('?' * len(names))})")
             params.extend(names)
-        if language := filters.get("language"):
+        if language := wanted.language:
             clauses.append("c.language = ?")
             params.append(language)
-        return (clauses, params) if clauses else None
+        return clauses, params
 
     def _filter_rowids(self, filters: Filters | None) -> np.ndarray | None:
         where = self._filter_clauses(filters)
@@ -693,7 +577,10 @@ class SQLiteStore(LanguageCounts):
             self._matrix = _Matrix(generation, rowids, vectors)
             return self._matrix
 
-    def _hits_for_rowids(self, rowids: Sequence[int], scores: Sequence[float], leg: str) -> list[Hit]:
+    def _hits_for_rowids(self, rowids: np.ndarray, scores: np.ndarray,
+                         leg: Literal["dense", "sparse"]) -> list[Hit]:
+        """Hits for int64 (n,) ``rowids`` with float (n,) ``scores`` of the ``leg`` search, in
+        the given order (rows deleted meanwhile left out)."""
         if not len(rowids):
             return []
         marks = ",".join("?" * len(rowids))
@@ -703,8 +590,9 @@ class SQLiteStore(LanguageCounts):
             )
         )
         return [
-            Hit(chunk_id=ids[int(r)], score=float(s), source=leg,  # type: ignore[arg-type]
-                **{leg: float(s)})
+            Hit(chunk_id=ids[int(r)], score=float(s), source=leg,
+                dense=float(s) if leg == "dense" else None,
+                sparse=float(s) if leg == "sparse" else None)
             for r, s in zip(rowids, scores, strict=True)
             if int(r) in ids
         ]

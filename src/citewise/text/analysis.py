@@ -99,9 +99,9 @@ def _stem(token: str, kazakh: bool) -> str:
     if _CYRILLIC.search(token):
         if kazakh:
             return kazakh_stem(token)
-        return russian.stemWord(token)  # type: ignore[attr-defined]
+        return str(russian.stemWord(token))  # type: ignore[attr-defined]
     if _LATIN.match(token) and not token.isdigit():
-        return english.stemWord(token)  # type: ignore[attr-defined]
+        return str(english.stemWord(token))  # type: ignore[attr-defined]
     return token
 
 

@@ -32,6 +32,7 @@ from pathlib import Path
 from citewise.config import SearchMode, Settings
 from citewise.errors import ConfigError
 from citewise.eval.datasets import BeirDataset, first_documents, load_beir, load_squad_retrieval
+from citewise.eval.jsonl import read_jsonl as read_json_lines
 from citewise.retrieve.rerank import passage_text
 from citewise.retrieve.retriever import Retriever
 from citewise.store.base import Store
@@ -74,7 +75,9 @@ def mine_negatives(retriever: Retriever, query: str, is_relevant: Callable[[Hit]
     """(relevant hits, up to ``n`` hard negatives) among the hybrid candidates of ``query``,
     best first; negatives are the best chunk of each non-relevant document."""
     hits = retriever.rank(query, mode=SearchMode.HYBRID, k=MINING_DEPTH, rerank=False)
-    relevant, negatives, seen = [], [], set()
+    relevant: list[Hit] = []
+    negatives: list[Hit] = []
+    seen: set[str] = set()
     for h in hits:
         if h.chunk is None:
             continue
@@ -108,8 +111,10 @@ def dataset_examples(dataset: BeirDataset, retriever: Retriever, negatives: int,
         wanted = {d for d, g in judged.items() if g > 0}
         if not wanted:
             continue
-        relevant, negs = mine_negatives(
-            retriever, query, lambda h, judged=judged: h.chunk.document_id in judged, negatives)  # type: ignore[union-attr]
+        def is_judged(h: Hit, judged: dict[str, int] = judged) -> bool:
+            return h.chunk is not None and h.chunk.document_id in judged
+
+        relevant, negs = mine_negatives(retriever, query, is_judged, negatives)
         positives: dict[str, str] = {}
         for h in relevant:
             doc_id = h.chunk.document_id  # type: ignore[union-attr]
@@ -234,27 +239,22 @@ def read_jsonl(path: str | Path) -> list[JsonlExample]:
     if not file.is_file():
         raise ConfigError(f"{file}: training file not found (expected JSONL, {JSONL_SHAPE})")
     out = []
-    with file.open(encoding="utf-8") as f:
-        for line_no, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            where = f"{file}:{line_no}"
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise ConfigError(f"{where}: not valid JSON ({err.msg}); expected {JSONL_SHAPE}") from None
-            if not isinstance(record, dict):
-                raise ConfigError(f"{where}: expected a JSON object like {JSONL_SHAPE}")
-            unknown = set(record) - {"query", "positive", "negative"}
-            if unknown:
-                raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}; the keys are "
-                                  '"query", "positive" and "negative"')
-            query = record.get("query")
-            if not isinstance(query, str) or not query.strip():
-                raise ConfigError(f'{where}: "query" must be a non-empty string')
-            out.append(JsonlExample(query, _strings(record.get("positive"), "positive", where, True),
-                                    _strings(record.get("negative"), "negative", where, False),
-                                    line_no))
+    lines = read_json_lines(file, invalid=lambda err: f"not valid JSON ({err.msg}); "
+                                                      f"expected {JSONL_SHAPE}")
+    for line_no, record in lines:
+        where = f"{file}:{line_no}"
+        if not isinstance(record, dict):
+            raise ConfigError(f"{where}: expected a JSON object like {JSONL_SHAPE}")
+        unknown = set(record) - {"query", "positive", "negative"}
+        if unknown:
+            raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}; the keys are "
+                              '"query", "positive" and "negative"')
+        query = record.get("query")
+        if not isinstance(query, str) or not query.strip():
+            raise ConfigError(f'{where}: "query" must be a non-empty string')
+        out.append(JsonlExample(query, _strings(record.get("positive"), "positive", where, True),
+                                _strings(record.get("negative"), "negative", where, False),
+                                line_no))
     if not out:
         raise ConfigError(f"{file}: no training examples (expected JSONL, {JSONL_SHAPE})")
     return out

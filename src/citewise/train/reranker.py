@@ -374,7 +374,7 @@ def train_reranker(examples: Sequence[Example], out: str | Path,
     if not keep_fp32:
         fp32.unlink()
     return TrainReport(
-        pairs=len(pairs), positives=sum(1 for *_, y in pairs if y > 0.5), steps=stats["steps"],
+        pairs=len(pairs), positives=sum(1 for *_, y in pairs if y > 0.5), steps=int(stats["steps"]),
         train_seconds=stats["seconds"], export_seconds=export_seconds,
         final_loss=stats["final_loss"], onnx_path=str(out), onnx_bytes=out.stat().st_size,
         fp32_path=str(fp32) if keep_fp32 else "", fp32_bytes=fp32_bytes,

@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 __all__ = ["LANGUAGES", "Span", "gap_style", "language_for", "symbol_spans"]
 
@@ -192,7 +193,7 @@ class _Splitter:
         self.max_lines = max(2, max_lines)
 
     # --- definitions -----------------------------------------------------------------------
-    def definition(self, node):  # type: ignore[no-untyped-def]
+    def definition(self, node: Any) -> tuple[Any, str, str | None] | None:
         """``(inner node, kind, name)`` when ``node`` is (or wraps) a definition, else None."""
         inner = node
         while inner.type in self.grammar.wrappers:

@@ -210,7 +210,7 @@ def _python_class_spans(node: ast.ClassDef, lines: list[str], first: int,
 
 def _first_line(node: ast.AST) -> int:
     decorators = getattr(node, "decorator_list", [])
-    return min([node.lineno] + [d.lineno for d in decorators])  # type: ignore[attr-defined]
+    return int(min([node.lineno] + [d.lineno for d in decorators]))  # type: ignore[attr-defined]
 
 
 def _with_leading_comments(lines: list[str], first: int, floor: int) -> int:

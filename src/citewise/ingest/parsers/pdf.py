@@ -269,7 +269,7 @@ def _add_item(builder: TextBuilder, entry: _Entry, section: list[tuple[int, str]
                             header=clean_text(item.header or ""),
                             section=tuple(t for _, t in section))
         if block is not None and entry.continued:
-            starts = []
+            starts: list[tuple[int, int]] = []
             for offset, number, fragment in entry.continued:
                 found = block.text.find(clean_text(fragment).strip(), max(0, offset - 40))
                 if not starts or starts[-1][1] != number:
@@ -548,9 +548,10 @@ def _label_near(chars: list[Char], box: tuple[float, float, float, float], side:
     if side == "left":
         run.reverse()
     parts: list[str] = []
-    for prev, c in zip([None, *run], run, strict=False):
-        if (prev is not None and not prev.text.isspace() and not c.text.isspace()
-                and c.x0 - prev.x1 > 0.25 * max(1.0, c.y1 - c.y0)):
+    before: Char | None
+    for before, c in zip([None, *run], run, strict=False):
+        if (before is not None and not before.text.isspace() and not c.text.isspace()
+                and c.x0 - before.x1 > 0.25 * max(1.0, c.y1 - c.y0)):
             parts.append(" ")
         parts.append(c.text)
     return " ".join(clean_text("".join(parts)).split())

@@ -1,0 +1,56 @@
+"""The ``citewise`` command line (Typer): ingest, ask, chat, serve, search, status, reindex,
+migrate, scan, eval, train-reranker.
+
+This module only builds :data:`app`; each command group lives in its own module (``ingest``:
+ingest, status, reindex, migrate; ``ask``: ask, chat, search; ``serve``; ``scan``; ``eval``;
+``train``: train-reranker) and :mod:`citewise.cli.common` holds what they share.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+import typer
+
+from citewise.cli import ask, ingest, scan, serve, train
+from citewise.cli.eval import eval_app
+
+app = typer.Typer(
+    help="Ask your documents: hybrid search with cited answers, offline by default.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(eval_app, name="eval")
+
+
+@app.callback()
+def _setup() -> None:
+    """Ask your documents: hybrid search with cited answers, offline by default."""
+    # the CLI is the application, so it decides what reaches the terminal: citewise's own
+    # warnings are shown once by the commands (fallback notes), not again by the log;
+    # CITEWISE_LOG_LEVEL=INFO shows the log. Model-loading progress bars are hidden.
+    logging.basicConfig(level=os.environ.get("CITEWISE_LOG_LEVEL", "ERROR").upper(),
+                        format="%(levelname)s %(name)s: %(message)s")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+# registered in the order `citewise --help` has always listed them
+app.command()(ingest.ingest)
+app.command()(ask.ask)
+app.command()(ask.chat)
+app.command()(serve.serve)
+app.command()(ask.search)
+app.command()(ingest.status)
+app.command()(ingest.reindex)
+app.command()(ingest.migrate)
+app.command()(scan.scan)
+app.command("train-reranker")(train.train_reranker)
+
+
+def main() -> None:  # pragma: no cover
+    """The console entry point: runs :data:`app` on ``sys.argv``."""
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    app()
+

@@ -1,0 +1,240 @@
+"""``citewise ask``, ``chat`` and ``search``: questions to the index, answers streamed with
+their sources, or the ranked passages themselves."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from citewise.answer.answerer import to_evidence
+from citewise.cli.common import (
+    FormatOpt,
+    OutputFormat,
+    TopKOpt,
+    build_engine,
+    console,
+    err_console,
+    errors,
+    jsonable,
+)
+from citewise.config import SearchMode
+from citewise.errors import CitewiseError
+from citewise.types import Answer, Chunk, Document, DoneEvent, Event, Hit, StatusEvent, TokenEvent
+
+
+def _print_sources(answer: Answer) -> None:
+    """The numbered sources under an answer (the uncited ones dimmed); nothing without any."""
+    if not answer.citations:
+        return
+    console.print("\n[bold]Sources[/]")
+    cited = set(answer.cited)
+    for c in answer.citations:
+        style = "" if not cited or c.n in cited else "dim"
+        line = (f"  [{c.n}] {escape(c.location)}  [dim](chars {c.char_start}-{c.char_end}, "
+                f"relevance {c.score:.2f})[/]")
+        console.print(f"[{style}]{line}[/]" if style else line)
+
+
+def _print_checks(answer: Answer) -> None:
+    """On stderr: the LLM fallback note and each sentence the support check rejected."""
+    if answer.fallback_reason:
+        err_console.print(f"[yellow]note:[/] extractive answer; the LLM failed: "
+                          f"{escape(answer.fallback_reason)}")
+    for s in answer.unsupported:
+        why = "no citation" if not s.citations else f"support {s.support:.2f}"
+        err_console.print(f"[yellow]unsupported ({why}):[/] {escape(s.text)}")
+
+
+class _StatusLine:
+    """The latest status event on stderr until the answer starts: a transient rich spinner
+    when stderr is a terminal, otherwise one plain line per status (for logs)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self._spinner: Any = None
+
+    def show(self, message: str) -> None:
+        """Show ``message`` (replacing the previous one on a terminal); returns None."""
+        if not self.enabled:
+            return
+        if not err_console.is_terminal:
+            err_console.print(message, markup=False, highlight=False, style="dim")
+        elif self._spinner is None:
+            self._spinner = err_console.status(escape(message))
+            self._spinner.start()
+        else:
+            self._spinner.update(escape(message))
+
+    def stop(self) -> None:
+        """Clear the spinner and show no more statuses; returns None."""
+        if self._spinner is not None:
+            self._spinner.stop()
+            self._spinner = None
+        self.enabled = False
+
+
+def _stream_answer(events: Iterable[Event], live: bool, prefix: str = "") -> Answer:
+    """Print tokens as they come (when ``live``), after ``prefix`` (rich markup, printed when
+    the answer starts), with each status on stderr before the first token; return the final
+    Answer. Stdout gets only the prefix and the answer text. Raises what ``events`` raise."""
+    answer: Answer | None = None
+    wrote, started = False, False
+    status = _StatusLine(live)
+
+    def start() -> None:
+        nonlocal started
+        if not started:
+            status.stop()
+            if prefix:
+                console.print(prefix, end="")
+            started = True
+
+    try:
+        for event in events:
+            if isinstance(event, DoneEvent):
+                answer = event.answer
+            elif live and isinstance(event, TokenEvent):
+                start()
+                console.out(event.content, end="", highlight=False)
+                wrote = True
+            elif live and isinstance(event, StatusEvent) and event.stage == "fallback":
+                if wrote:  # the text above cannot be unprinted: say on stdout it is withdrawn
+                    console.out("\n[withdrawn: the text above failed the support check; the "
+                                "quoted evidence follows]\n", highlight=False)
+                    wrote = False
+                status.stop()
+                err_console.print(f"[yellow]{escape(event.message)}[/]")
+            elif live and isinstance(event, StatusEvent):
+                status.show(event.message)
+    finally:
+        status.stop()
+    assert answer is not None
+    if live:
+        start()
+        if not wrote:  # nothing streamed (not found, no documents)
+            console.out(answer.text, end="", highlight=False)
+        console.out("")
+    return answer
+
+
+ExtractiveOpt = Annotated[bool, typer.Option(
+    "--extractive", help="Quote evidence sentences instead of asking the LLM.")]
+
+
+def ask(
+    question: Annotated[str, typer.Argument(help="The question.")],
+    extractive: ExtractiveOpt = False,
+    top_k: TopKOpt = None,
+    fmt: FormatOpt = OutputFormat.text,
+) -> None:
+    """Answer a question with numbered citations and the sources below it (streamed)."""
+    with errors():
+        engine = build_engine()
+        events = engine.ask_stream(question, top_k=top_k, extractive=extractive)
+        answer = _stream_answer(events, live=fmt is OutputFormat.text)
+    if fmt is OutputFormat.json:
+        out = jsonable(answer)
+        out["unsupported"] = [s["text"] for s in out["support"] if not s["supported"]]
+        print(json.dumps(out, ensure_ascii=False))
+        return
+    _print_sources(answer)
+    _print_checks(answer)
+
+
+def chat(
+    extractive: ExtractiveOpt = False,
+    top_k: TopKOpt = None,
+) -> None:
+    """A conversation in the terminal: earlier turns go with each question. Ctrl-D or
+    "exit" ends it."""
+    history: list[tuple[str, str]] = []
+    with errors():
+        engine = build_engine()
+        while True:
+            try:
+                question = console.input("[bold cyan]you>[/] ")
+            except (EOFError, KeyboardInterrupt):
+                console.out("")
+                return
+            if question.strip().lower() in {"exit", "quit", ":q"}:
+                return
+            if not question.strip():
+                continue
+            try:
+                events = engine.ask_stream(question, top_k=top_k, extractive=extractive,
+                                           history=history)
+                answer = _stream_answer(events, live=True, prefix="[bold green]citewise>[/] ")
+            except CitewiseError as err:  # a bad question does not end the conversation
+                err_console.print(f"[bold red]error:[/] {escape(str(err))}")
+                continue
+            _print_sources(answer)
+            _print_checks(answer)
+            if answer.found:
+                history.append((question, answer.text))
+
+
+
+def _loaded(hit: Hit) -> tuple[Chunk, Document]:
+    """A search hit's chunk and document (the retriever loads both for every hit it returns;
+    AssertionError otherwise)."""
+    assert hit.chunk is not None and hit.document is not None
+    return hit.chunk, hit.document
+
+
+def search(
+    query: Annotated[str, typer.Argument(help="What to look for.")],
+    mode: Annotated[SearchMode, typer.Option(help="Which legs to run.")] = SearchMode.HYBRID,
+    top_k: TopKOpt = None,
+    per_file: Annotated[int | None, typer.Option(min=1, help="Chunks per file.")] = None,
+    fmt: FormatOpt = OutputFormat.text,
+) -> None:
+    """Ranked chunks with file, page/lines, section and each stage's score."""
+    with errors():
+        result = build_engine().search(query, mode=mode, top_k=top_k, per_file=per_file, min_score=0.0)
+    if fmt is OutputFormat.json:
+        hits = []
+        for i, h in enumerate(result.hits, start=1):
+            chunk, doc = _loaded(h)
+            hits.append({
+                "rank": i, "chunk_id": h.chunk_id, "path": doc.path, "page": chunk.page,
+                "line_start": chunk.line_start, "line_end": chunk.line_end,
+                "section": list(chunk.section), "symbol": chunk.symbol, "source": h.source,
+                "dense": h.dense, "bm25": h.sparse, "fused": h.fused, "rerank": h.rerank,
+                "relevance": h.relevance, "score": h.score, "text": chunk.text})
+        print(json.dumps({"query": result.query, "hits": hits, "reranked": result.reranked,
+                          "timings_ms": result.timings_ms}, ensure_ascii=False))
+        return
+    if not result.hits:
+        console.print("No matching passages.")
+        return
+    table = Table(show_lines=True)
+    for col in ("#", "location", "dense", "BM25", "fused", "rerank", "rel.", "text"):
+        table.add_column(col, overflow="fold")
+
+    def fmt_score(v: float | None) -> str:
+        return "-" if v is None else f"{v:.3f}"
+
+    for i, (h, ev) in enumerate(zip(result.hits, to_evidence(result.hits), strict=True), start=1):
+        chunk, doc = _loaded(h)
+        if doc.format == "code":
+            loc = ev.citation.location  # path:start-end, symbol
+        else:
+            loc = (doc.path + (f" p.{chunk.page}" if chunk.page else
+                   f" l.{chunk.line_start}-{chunk.line_end}" if chunk.line_start else "")
+                   + (f"\n{' > '.join(chunk.section)}" if chunk.section else ""))
+        snippet = " ".join(chunk.text.split())[:220]
+        table.add_row(str(i), escape(loc), fmt_score(h.dense), fmt_score(h.sparse),
+                      fmt_score(h.fused), fmt_score(h.rerank), fmt_score(h.relevance),
+                      escape(snippet))
+    console.print(table)
+    timings = ", ".join(f"{k.removesuffix('_ms')} {v:.1f}" for k, v in result.timings_ms.items())
+    console.print(f"[dim]ms: {timings}[/]")
+    if not result.reranked:
+        console.print("[dim]rerank: skipped (no CITEWISE_RERANKER_MODEL configured, or the "
+                      "question's language is not in CITEWISE_RERANK_LANGUAGES)[/]")
+

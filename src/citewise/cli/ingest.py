@@ -1,0 +1,115 @@
+"""``citewise ingest``, ``status``, ``reindex`` and ``migrate``: building and keeping the
+index."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from citewise.cli.common import (
+    FormatOpt,
+    OutputFormat,
+    build_engine,
+    console,
+    errors,
+    jsonable,
+    progress_bar,
+)
+from citewise.errors import ConfigError
+
+
+def ingest(
+    paths: Annotated[list[Path], typer.Argument(help="Files and folders to index.",
+                                                readable=False)],
+    prune: Annotated[bool, typer.Option(help="Also drop documents whose files are gone.")] = False,
+    collection: Annotated[str | None, typer.Option(
+        help="The collection the files belong to (default: CITEWISE_COLLECTION); API read "
+             "keys are granted per collection.")] = None,
+    fmt: FormatOpt = OutputFormat.text,
+) -> None:
+    """Add or update files and folders; unchanged files are skipped, removed ones deleted."""
+    with errors():
+        engine = build_engine()
+        if collection is not None:
+            engine.settings.collection_folder(collection)  # ConfigError for a bad name
+        with progress_bar("ingesting", fmt is OutputFormat.text and sys.stderr.isatty()) as update:
+            report = engine.ingest(paths, prune=prune, progress=update, collection=collection)
+    if fmt is OutputFormat.json:
+        print(json.dumps({"files": jsonable(report.files), "seconds": report.seconds,
+                          "chunks": report.chunks, "embedded": report.embedded}, ensure_ascii=False))
+    else:
+        for f in report.files:
+            if f.status == "failed":
+                console.print(f"[red]failed[/]    {escape(f.path)}: {escape(f.reason)}")
+            elif f.status != "unchanged":
+                console.print(f"[green]{f.status:<9}[/] {escape(f.path)} ({f.chunks} chunks)")
+            for w in f.warnings:
+                console.print(f"[yellow]warning[/]   {escape(f.path)}: {escape(w)}")
+        counts = ", ".join(
+            f"{report.count(s)} {s}" for s in ("added", "updated", "unchanged", "deleted", "failed")
+        )
+        console.print(f"{counts}; {report.chunks} chunks written, {report.embedded} embedded "
+                      f"in {report.seconds:.1f} s")
+    if report.files and report.count("failed") == len(report.files):
+        raise typer.Exit(1)
+
+
+
+def status(fmt: FormatOpt = OutputFormat.text) -> None:
+    """Documents, chunks, model names and index size."""
+    with errors():
+        info = build_engine().status()
+    if fmt is OutputFormat.json:
+        print(json.dumps(info))
+        return
+    for key, value in info.items():
+        console.print(f"{key:<28} {value}")
+
+
+def reindex() -> None:
+    """Re-embed every document with the configured embedding model, or, when only the text
+    analysis changed, re-analyse the stored chunks (vectors kept)."""
+    with errors():
+        engine = build_engine()
+        with progress_bar("re-indexing", sys.stderr.isatty()) as update:
+            report = engine.reindex(progress=update)
+    if report.count("updated") and not report.count("added"):
+        console.print(f"re-analysed {report.count('updated')} documents, {report.chunks} chunks "
+                      f"in {report.seconds:.1f} s (BM25 terms and languages; vectors kept)")
+        return
+    console.print(f"re-indexed {report.count('added')} documents, {report.chunks} chunks "
+                  f"in {report.seconds:.1f} s; {report.count('failed')} failed")
+
+
+def migrate(
+    source: Annotated[str, typer.Option(
+        "--from", help="The index to copy: sqlite:PATH (a .sqlite3 file or a folder holding "
+        "index.sqlite3) or postgresql://user:password@host:port/database.")],
+    target: Annotated[str, typer.Option(
+        "--to", help="Where to copy it: postgresql://... or sqlite:PATH (created if missing).")],
+) -> None:
+    """Copy an index to another store (e.g. SQLite to PostgreSQL) without re-embedding."""
+    from citewise.store.copy import copy_index
+    from citewise.store.factory import open_location
+
+    with errors():
+        if not source.startswith(("sqlite:", "postgres")) and not Path(source).exists():
+            raise ConfigError(f"--from {source!r}: no such index")
+        if source.startswith("sqlite:") and not Path(source[7:]).expanduser().exists():
+            raise ConfigError(f"--from {source!r}: no such index file or folder")
+        src, dst = open_location(source), open_location(target)
+        try:
+            with progress_bar("copying", sys.stderr.isatty()) as update:
+                report = copy_index(src, dst, progress=update)
+        finally:
+            src.close()
+            dst.close()
+    console.print(f"copied {report.documents} documents, {report.chunks} chunks "
+                  f"in {report.seconds:.1f} s (vectors copied, nothing re-embedded)")
+
+

@@ -1,0 +1,101 @@
+"""The data preparation of ``citewise train-reranker``: the request is checked, every source it
+names is turned into :class:`~citewise.train.data.Example` values, in a fixed order (SciFact,
+then each XQuAD file, then each user JSONL file), each with a line saying where it came from.
+
+The command line only maps its options onto :class:`TrainingRequest` and shows progress; the
+index a user JSONL file refers to comes in as a callable, so that it is opened only when a
+JSONL file is given (this package sits below the engine that owns the index).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from citewise.config import Settings
+from citewise.errors import ConfigError
+from citewise.retrieve.retriever import Retriever
+from citewise.train.data import (
+    Example,
+    JsonlExample,
+    ProgressFn,
+    read_jsonl,
+    resolve_examples,
+    scifact_examples,
+    xquad_examples,
+)
+
+
+@dataclass(frozen=True)
+class TrainingRequest:
+    """Where the examples come from and how many to take: ``scifact`` a BEIR SciFact folder
+    (its train qrels only), ``xquad`` XQuAD ``.json`` files (their training articles),
+    ``jsonl`` user example files (:func:`~citewise.train.data.read_jsonl`). ``negatives`` hard
+    negatives per question, ``dev_queries`` SciFact train queries kept out, ``max_queries``
+    questions per source (0 = all), ``corpus_docs`` SciFact abstracts indexed (0 = all)."""
+
+    scifact: Path | None = None
+    xquad: tuple[Path, ...] = ()
+    jsonl: tuple[Path, ...] = ()
+    negatives: int = 3
+    dev_queries: int = 0
+    max_queries: int = 0
+    corpus_docs: int = 0
+
+
+@dataclass
+class PreparedExamples:
+    """The examples of every source, in source order, and one description per source (for
+    the report and the model card)."""
+
+    examples: list[Example] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
+
+
+def check_request(request: TrainingRequest, out: Path, save_torch: Path | None) -> None:
+    """The checks that need no data, made before any slow work. Raises ConfigError when the
+    request names no source, ``out`` does not end in ``.onnx``, or ``save_torch`` is an
+    existing file rather than a folder."""
+    if not (request.scifact or request.xquad or request.jsonl):
+        raise ConfigError("give training data: --scifact, --xquad and/or --jsonl")
+    if out.suffix != ".onnx":  # checked again by train_reranker(); here before any slow work
+        raise ConfigError(f"{out}: the reranker file name must end in .onnx")
+    if save_torch is not None and save_torch.exists() and not save_torch.is_dir():
+        raise ConfigError(f"--save-torch {save_torch}: is a file; give a folder")
+
+
+def read_user_files(request: TrainingRequest) -> list[list[JsonlExample]]:
+    """Every JSONL file of the request parsed, one list per file in request order, so that a
+    bad line fails before minutes of mining. Raises ConfigError as
+    :func:`~citewise.train.data.read_jsonl` does."""
+    return [read_jsonl(path) for path in request.jsonl]
+
+
+def gather_examples(request: TrainingRequest, settings: Settings,
+                    user_files: list[list[JsonlExample]],
+                    index: Callable[[], Retriever | None],
+                    progress: ProgressFn | None = None) -> PreparedExamples:
+    """The examples of every source of ``request``. SciFact and XQuAD negatives are mined
+    over their own corpora (indexed under ``settings.home / "eval"``); ``user_files`` (from
+    :func:`read_user_files`, one list per ``request.jsonl`` path) are resolved against the
+    retriever that ``index`` returns, called once and only when there are user files (None:
+    no index to resolve chunk ids or mine negatives in). Raises ConfigError for a malformed
+    data set, and what the retrieval raises."""
+    out = PreparedExamples()
+    if request.scifact:
+        out.examples += scifact_examples(request.scifact, settings, request.negatives,
+                                         request.dev_queries, request.max_queries,
+                                         request.corpus_docs, progress)
+        out.sources.append(f"scifact train (dev {request.dev_queries}, "
+                           f"corpus {request.corpus_docs or 'all'})")
+    for path in request.xquad:
+        out.examples += xquad_examples(path, settings, request.negatives, request.max_queries,
+                                       progress)
+        out.sources.append(f"{path.name} train articles")
+    if user_files:
+        retriever = index()
+        for path, items in zip(request.jsonl, user_files, strict=True):
+            out.examples += resolve_examples(items, path.name, retriever, request.negatives)
+            out.sources.append(path.name)
+    return out
