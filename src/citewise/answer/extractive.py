@@ -11,13 +11,13 @@ are returned best first, each followed by its citation number ``[n]``. Table row
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Iterator, Sequence
 
 from citewise.answer.answerer import NOT_FOUND
 from citewise.answer.selection import candidates
-from citewise.retrieve.embedding import Embedder
+from citewise.embed import Embedder
+from citewise.store.bm25 import idf as bm25_idf
 from citewise.text.analysis import tokenize
 from citewise.text.language import detect_language
 from citewise.types import Answer, DoneEvent, Event, Evidence, StatusEvent, TokenEvent
@@ -112,7 +112,7 @@ class ExtractiveAnswerer:
 
 def idf_table(n_docs: int, df: dict[str, int]) -> dict[str, float]:
     """Lucene-smoothed IDF per term: ``ln(1 + (N - df + 0.5) / (df + 0.5))``."""
-    return {t: math.log(1 + (n_docs - d + 0.5) / (d + 0.5)) for t, d in df.items()}
+    return {t: bm25_idf(n_docs, d) for t, d in df.items()}
 
 
 def quote(question: str, evidence: Sequence[Evidence], max_sentences: int = 3) -> Answer:

@@ -30,8 +30,8 @@ from citewise.answer.selection import (
     unknown_names,
 )
 from citewise.config import Settings
+from citewise.embed import Embedder
 from citewise.errors import CitewiseError
-from citewise.retrieve.embedding import Embedder
 from citewise.retrieve.retriever import Retriever, SearchResult, clean_query
 from citewise.store.base import Store
 from citewise.text.analysis import tokenize

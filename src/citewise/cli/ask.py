@@ -41,13 +41,17 @@ def _print_sources(answer: Answer) -> None:
 
 
 def _print_checks(answer: Answer) -> None:
-    """On stderr: the LLM fallback note and each sentence the support check rejected."""
+    """On stdout, below the answer: each sentence the support check rejected (the reader of
+    the answer must see which sentences its sources do not back, not only a log); on stderr:
+    the LLM fallback note."""
     if answer.fallback_reason:
         err_console.print(f"[yellow]note:[/] extractive answer; the LLM failed: "
                           f"{escape(answer.fallback_reason)}")
     for s in answer.unsupported:
-        why = "no citation" if not s.citations else f"support {s.support:.2f}"
-        err_console.print(f"[yellow]unsupported ({why}):[/] {escape(s.text)}")
+        why = "it cites nothing" if not s.citations else (
+            f"support {s.support:.2f} from {', '.join(f'[{n}]' for n in s.citations)}")
+        console.print(f"[yellow]not supported by the sources ({why}):[/] {escape(s.text)}",
+                      soft_wrap=True)
 
 
 class _StatusLine:
@@ -142,8 +146,8 @@ def ask(
         out["unsupported"] = [s["text"] for s in out["support"] if not s["supported"]]
         print(json.dumps(out, ensure_ascii=False))
         return
-    _print_sources(answer)
     _print_checks(answer)
+    _print_sources(answer)
 
 
 def chat(
@@ -172,8 +176,8 @@ def chat(
             except CitewiseError as err:  # a bad question does not end the conversation
                 err_console.print(f"[bold red]error:[/] {escape(str(err))}")
                 continue
-            _print_sources(answer)
             _print_checks(answer)
+            _print_sources(answer)
             if answer.found:
                 history.append((question, answer.text))
 
