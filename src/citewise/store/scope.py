@@ -1,0 +1,163 @@
+"""Scoping a search to documents by path glob and metadata field (the ``paths`` and ``where``
+filters of :mod:`citewise.store.base`), the same way in every store.
+
+Both filters select whole documents, so a store resolves them to document ids here, in
+Python, from its documents (cached until its next write), and joins those ids in its SQL
+like ``document_ids``: they apply before ranking, and SQLite and PostgreSQL agree exactly.
+
+``paths`` is a list of globs; a document passes when its path matches one of them. A glob is
+matched against whole path components anywhere in the path (``*.md`` matches
+``data/notes.md``; ``guides`` matches every file in a folder named ``guides`` and below): ``*``
+matches within one component, ``**`` across components, ``?`` one character, ``[abc]`` one of
+these; a leading ``/`` anchors the glob at the start of the path. Matching is case-sensitive.
+
+``where`` maps a field to a value or a list of values; a document passes when, for every
+field, its value equals one of them (letter case ignored). The field is a key of the
+document's metadata (Markdown front matter; PDF and DOCX properties such as ``author``,
+``subject``, ``keywords``), or ``format`` or ``title`` when the metadata has no such key. A
+list-valued field (``tags: [hr, policy]``) passes when one of its items equals a value;
+``true``/``false`` match YAML booleans. Keys starting with ``_`` are internal and refused.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from datetime import date
+from functools import lru_cache
+from typing import Any
+
+from citewise.types import Document
+
+#: document fields a ``where`` key falls back to when the metadata has no such key
+DOCUMENT_FIELDS = ("format", "title")
+MAX_PATTERN = 500
+
+
+def check_scope(filters: Mapping[str, Any]) -> None:
+    """Raise ValueError naming the filter when ``paths`` or ``where`` is malformed."""
+    paths = filters.get("paths")
+    if paths is not None:
+        if isinstance(paths, str) or not isinstance(paths, Iterable):
+            raise ValueError("filter 'paths' must be a list of path globs, such as "
+                             "['docs/**/*.md']")
+        if not list(paths):
+            raise ValueError("filter 'paths' needs at least one path glob")
+        for pattern in paths:
+            if not isinstance(pattern, str) or not pattern.strip("/ "):
+                raise ValueError(f"filter 'paths': {pattern!r} is not a path glob (give a "
+                                 "file or folder name, or a pattern such as '*.md')")
+            if len(pattern) > MAX_PATTERN:
+                raise ValueError(f"filter 'paths': a glob longer than {MAX_PATTERN} characters")
+    where = filters.get("where")
+    if where is not None:
+        if not isinstance(where, Mapping):
+            raise ValueError("filter 'where' must map metadata fields to values, such as "
+                             "{'author': 'Ana'}")
+        for key, value in where.items():
+            if not isinstance(key, str) or not key.strip():
+                raise ValueError("filter 'where': a field name is empty")
+            if key.startswith("_"):
+                raise ValueError(f"filter 'where': field {key!r} is internal (names starting "
+                                 "with '_' cannot be filtered on)")
+            values = value if isinstance(value, list | tuple) else [value]
+            if not values or not all(isinstance(v, str | int | float | bool) for v in values):
+                raise ValueError(f"filter 'where': field {key!r} needs a value or a list of "
+                                 "values (text, numbers or true/false)")
+
+
+def has_scope(filters: Mapping[str, Any] | None) -> bool:
+    """Whether ``filters`` holds a ``paths`` or ``where`` filter."""
+    return bool(filters) and (filters.get("paths") is not None  # type: ignore[union-attr]
+                              or filters.get("where") is not None)  # type: ignore[union-attr]
+
+
+@lru_cache(maxsize=256)
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """The regular expression of one path glob (see the module docstring)."""
+    anchored = pattern.startswith("/")
+    body = pattern.strip().strip("/")
+    out: list[str] = []
+    i = 0
+    while i < len(body):
+        ch = body[i]
+        if body.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif body.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif ch == "*":
+            out.append("[^/]*")
+            i += 1
+        elif ch == "?":
+            out.append("[^/]")
+            i += 1
+        elif ch == "[" and (end := body.find("]", i + 2)) > 0:
+            inner = body[i + 1:end]
+            negate = inner.startswith("!")
+            inner = re.escape(inner[1:] if negate else inner).replace("\\-", "-")
+            out.append(f"[{'^' if negate else ''}{inner}]")
+            i = end + 1
+        else:
+            out.append(re.escape(ch))
+            i += 1
+    return re.compile(("^" if anchored else "(?:^|/)") + "".join(out) + "(?:/|$)")
+
+
+def path_matches(path: str, patterns: Iterable[str]) -> bool:
+    return any(glob_regex(p).search(path) for p in patterns)
+
+
+def _texts(value: Any) -> list[str]:
+    """A metadata value as comparable strings (a list gives one per item)."""
+    if isinstance(value, bool):
+        return ["true" if value else "false"]
+    if isinstance(value, list | tuple | set):
+        return [t for item in value for t in _texts(item)]
+    if isinstance(value, date):
+        return [value.isoformat()]
+    if value is None or isinstance(value, dict):
+        return []
+    return [str(value).strip().casefold()]
+
+
+def where_matches(document: Document, where: Mapping[str, Any]) -> bool:
+    for key, wanted in where.items():
+        if key in document.metadata:
+            have = set(_texts(document.metadata[key]))
+        elif key in DOCUMENT_FIELDS:
+            have = set(_texts(getattr(document, key)))
+        else:
+            return False
+        values = wanted if isinstance(wanted, list | tuple) else [wanted]
+        if not have & {t for v in values for t in _texts(v)}:
+            return False
+    return True
+
+
+def in_scope(document: Document, filters: Mapping[str, Any]) -> bool:
+    """Whether ``document`` passes the ``paths`` and ``where`` filters."""
+    paths = filters.get("paths")
+    if paths is not None and not path_matches(document.path, paths):
+        return False
+    where = filters.get("where")
+    return where is None or where_matches(document, where)
+
+
+def scoped_document_ids(store: Any, filters: Mapping[str, Any] | None) -> list[str] | None:
+    """The ids of ``store``'s indexed documents passing ``filters``' ``paths`` and ``where``
+    ([] when none does), or None when neither filter is given. The documents are read once
+    per store write (``store.generation()``)."""
+    if not filters or not has_scope(filters):
+        return None
+    generation = store.generation()
+    cached = getattr(store, "_scope_documents", None)
+    if cached is None or cached[0] != generation:
+        cached = (generation, [d for d in store.documents() if d.status == "indexed"])
+        store._scope_documents = cached
+    return [d.id for d in cached[1] if in_scope(d, filters)]
+
+
+__all__ = ["check_scope", "glob_regex", "has_scope", "in_scope", "path_matches",
+           "scoped_document_ids"]
