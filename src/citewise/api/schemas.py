@@ -57,11 +57,12 @@ class ChatFilters(_In):
     @field_validator("paths", "where")
     @classmethod
     def _scope(cls, value: Any, info: ValidationInfo) -> Any:
+        name = info.field_name or ""
         if value is not None:
             try:
-                check_scope({info.field_name: value})
+                check_scope({name: value})
             except ValueError as err:
-                raise ValueError(str(err).removeprefix(f"filter '{info.field_name}': ")) from None
+                raise ValueError(str(err).removeprefix(f"filter '{name}': ")) from None
         return value
 
 
