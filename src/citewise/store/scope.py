@@ -159,5 +159,53 @@ def scoped_document_ids(store: Any, filters: Mapping[str, Any] | None) -> list[s
     return [d.id for d in cached[1] if in_scope(d, filters)]
 
 
-__all__ = ["check_scope", "glob_regex", "has_scope", "in_scope", "path_matches",
-           "scoped_document_ids"]
+def parse_where(items: Iterable[str], option: str = "--where") -> dict[str, Any] | None:
+    """``["author=Ana", "tags=hr", "tags=policy"]`` as a ``where`` filter: ``{"author": "Ana",
+    "tags": ["hr", "policy"]}`` (a field given twice matches either value); None for no
+    items. Raises ValueError naming ``option`` for an item without ``=`` or a field."""
+    where: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key, value = key.strip(), value.strip()
+        if not sep or not key:
+            raise ValueError(f"{option} {item!r}: give FIELD=VALUE, such as author=Ana")
+        if key in where:
+            before = where[key]
+            where[key] = [*before, value] if isinstance(before, list) else [before, value]
+        else:
+            where[key] = value
+    if not where:
+        return None
+    try:
+        check_scope({"where": where})
+    except ValueError as err:
+        raise ValueError(str(err).replace("filter 'where'", option, 1)) from None
+    return where
+
+
+def cli_filters(where: Iterable[str] = (), paths: Iterable[str] = (),
+                collections: Iterable[str] = (), language: str | None = None,
+                ) -> dict[str, Any] | None:
+    """The store filters of ``citewise ask``/``search``'s ``--where``, ``--path``,
+    ``--collection`` and ``--language`` options (None when none is given). Raises ValueError
+    naming the option."""
+    out: dict[str, Any] = {}
+    if (parsed := parse_where(where)) is not None:
+        out["where"] = parsed
+    if paths := list(paths):
+        try:
+            check_scope({"paths": paths})
+        except ValueError as err:
+            raise ValueError(str(err).replace("filter 'paths'", "--path", 1)) from None
+        out["paths"] = paths
+    if collections := list(collections):
+        out["collections"] = collections
+    if language is not None:
+        if not re.fullmatch(r"[a-z]{2,3}", language):
+            raise ValueError(f"--language {language!r}: give an ISO 639-1 code, such as en")
+        out["language"] = language
+    return out or None
+
+
+__all__ = ["check_scope", "cli_filters", "glob_regex", "has_scope", "in_scope", "parse_where",
+           "path_matches", "scoped_document_ids"]
