@@ -182,9 +182,10 @@ def stdio_reader(settings: Settings, key: str | None) -> Reader:
     local = settings.model_copy(update={"host": "127.0.0.1"})
     try:
         return readable_collections(request, local)
-    except HTTPException as err:
-        raise PermissionError(f"citewise mcp: {err.detail} (give it with --api-key or "
-                              f"{KEY_ENV})") from None
+    except HTTPException:
+        raise PermissionError(f"citewise mcp: {'this key is' if key else 'no key was'} not "
+                              "one of CITEWISE_API_KEYS (nor CITEWISE_API_KEY, the admin key); "
+                              f"give a read key with --api-key or {KEY_ENV}") from None
 
 
 class CitewiseMCP:
