@@ -65,11 +65,9 @@ def test_pdf_information_becomes_metadata(tmp_path) -> None:
     assert "creator" not in parsed.metadata  # not set: left out
 
 
-@pytest.fixture
-def scoped_engine(make_engine, tmp_path):
-    """A real index of five files: Markdown with front matter, a DOCX and a PDF with
-    properties, in two folders, all about refunds and receipts."""
-    root = tmp_path / "policies"
+def build_corpus(root: Path) -> Path:
+    """Five files about refunds and receipts in two folders: Markdown with front matter, a
+    DOCX and a PDF with properties."""
     (root / "hr").mkdir(parents=True)
     (root / "finance").mkdir()
     (root / "hr" / "leave.md").write_text(
@@ -85,10 +83,36 @@ def scoped_engine(make_engine, tmp_path):
               "are attached.", author="Dana Roe", keywords="travel, refunds")
     make_pdf(root / "finance" / "expenses.pdf", "Expense refunds need the original receipts, "
              "kept for five years.", author="Ben Ode", keywords="expenses, receipts")
-    engine = make_engine()
-    report = engine.ingest([root])
+    return root
+
+
+def scoped(engine):  # type: ignore[no-untyped-def]
+    report = engine.ingest([build_corpus(engine.settings.home.parent / "policies")])
     assert sum(1 for f in report.files if f.status == "added") == 5, report.files
     return engine
+
+
+@pytest.fixture
+def scoped_engine(make_engine):
+    """A real SQLite index of :func:`build_corpus`."""
+    return scoped(make_engine())
+
+
+#: filters and the paths a search limited by them finds
+CASES = [
+    ({}, {"policies/hr/leave.md", "policies/hr/draft.md", "policies/finance/refunds.md",
+          "policies/finance/travel.docx", "policies/finance/expenses.pdf"}),
+    ({"paths": ["hr/"]}, {"policies/hr/leave.md", "policies/hr/draft.md"}),
+    ({"paths": ["*.pdf", "*.docx"]}, {"policies/finance/expenses.pdf",
+                                      "policies/finance/travel.docx"}),
+    ({"where": {"author": "ana diaz", "draft": "false"}}, {"policies/hr/leave.md"}),
+    ({"where": {"tags": "finance"}}, {"policies/finance/refunds.md"}),
+    ({"where": {"keywords": "receipts"}}, {"policies/finance/expenses.pdf"}),
+    ({"where": {"author": ["Dana Roe", "Carl"]}}, {"policies/finance/travel.docx",
+                                                   "policies/finance/refunds.md"}),
+    ({"where": {"format": "pdf"}}, {"policies/finance/expenses.pdf"}),
+    ({"paths": ["finance"], "where": {"author": "Ana Diaz"}}, set()),
+]
 
 
 def paths_found(engine, **filters) -> set[str]:
@@ -97,23 +121,16 @@ def paths_found(engine, **filters) -> set[str]:
 
 
 def test_search_is_limited_to_paths_and_metadata(scoped_engine) -> None:
-    everything = paths_found(scoped_engine)
-    assert len(everything) == 5
-    assert paths_found(scoped_engine, paths=["hr/"]) == {"policies/hr/leave.md",
-                                                          "policies/hr/draft.md"}
-    assert paths_found(scoped_engine, paths=["*.pdf", "*.docx"]) == {
-        "policies/finance/expenses.pdf", "policies/finance/travel.docx"}
-    assert paths_found(scoped_engine, where={"author": "ana diaz", "draft": "false"}) == {
-        "policies/hr/leave.md"}
-    assert paths_found(scoped_engine, where={"tags": "finance"}) == {
-        "policies/finance/refunds.md"}
-    assert paths_found(scoped_engine, where={"keywords": "receipts"}) == {
-        "policies/finance/expenses.pdf"}
-    assert paths_found(scoped_engine, where={"author": ["Dana Roe", "Carl"]}) == {
-        "policies/finance/travel.docx", "policies/finance/refunds.md"}
-    assert paths_found(scoped_engine, where={"format": "pdf"}) == {
-        "policies/finance/expenses.pdf"}
-    assert paths_found(scoped_engine, paths=["finance"], where={"author": "Ana Diaz"}) == set()
+    for filters, want in CASES:
+        assert paths_found(scoped_engine, **filters) == want, filters
+
+
+def test_postgres_scopes_as_sqlite_does(make_engine, postgres_url) -> None:
+    """The same files on the PostgreSQL store: every filter finds the same documents."""
+    engine = scoped(make_engine(store=postgres_url))
+    for filters, want in CASES:
+        assert paths_found(engine, **filters) == want, filters
+    engine.store.close()
 
 
 def test_a_scoped_answer_cites_only_the_scope(scoped_engine) -> None:
