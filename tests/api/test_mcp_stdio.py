@@ -51,24 +51,29 @@ def server(home: Path, key: str | None = None, **env: str) -> StdioServerParamet
                                  env=environ, cwd=str(home))
 
 
-async def session_calls(params: StdioServerParameters, calls):  # type: ignore[no-untyped-def]
-    """Run ``calls`` (tool, arguments) in one session; ``[(is_error, result)]``."""
-    out = []
+def session_calls(params: StdioServerParameters, calls):  # type: ignore[no-untyped-def]
+    """Run ``calls`` (tool, arguments) in one session; ``[(is_error, result)]``, the tool
+    names first."""
     with open(os.devnull, "w") as errlog:
-        async with stdio_client(params, errlog=errlog) as (read, write), \
-                ClientSession(read, write) as session:
-            await session.initialize()
-            out.append((False, sorted(t.name for t in (await session.list_tools()).tools)))
-            for tool, arguments in calls:
-                result = await session.call_tool(tool, arguments)
-                text = result.content[0].text if result.content else ""
-                out.append((result.isError, result.structuredContent if not result.isError
-                            else text))
+        return anyio.run(_session_calls, params, calls, errlog)
+
+
+async def _session_calls(params, calls, errlog):  # type: ignore[no-untyped-def]
+    out = []
+    async with stdio_client(params, errlog=errlog) as (read, write), \
+            ClientSession(read, write) as session:
+        await session.initialize()
+        out.append((False, sorted(t.name for t in (await session.list_tools()).tools)))
+        for tool, arguments in calls:
+            result = await session.call_tool(tool, arguments)
+            text = result.content[0].text if result.content else ""
+            out.append((result.isError, result.structuredContent if not result.isError
+                        else text))
     return out
 
 
 def test_stdio_tools_answer_from_the_index(home) -> None:
-    results = anyio.run(session_calls, server(home), [
+    results = session_calls(server(home), [
         ("search", {"query": "Which header carries the API key?", "top_k": 3}),
         ("ask", {"question": "Which header carries the API key?", "extractive": True,
                  "filters": {"paths": ["api.md"]}}),
@@ -82,7 +87,7 @@ def test_stdio_tools_answer_from_the_index(home) -> None:
     assert not err_ask and answer["found"]
     assert {c["path"] for c in answer["citations"]} == {"docs/api.md"}
     assert sorted(d["path"] for d in docs["documents"]) == [f"docs/{n}" for n in DOCS]
-    passage = anyio.run(session_calls, server(home), [
+    passage = session_calls(server(home), [
         ("get_passage", {"chunk_id": first["chunk_id"]})])[1]
     assert passage[0] is False and passage[1]["text"] == first["text"]
     assert passage[1]["char_start"] == first["char_start"]
@@ -93,7 +98,7 @@ def test_stdio_key_limits_collections_and_ingest(home, tmp_path) -> None:
     extra = tmp_path / "extra"
     extra.mkdir()
     (extra / "more.md").write_text("# More\n\nThe canteen opens at 8.\n", encoding="utf-8")
-    results = anyio.run(session_calls, server(home, KEY_DOCS, CITEWISE_API_KEYS=keys,
+    results = session_calls(server(home, KEY_DOCS, CITEWISE_API_KEYS=keys,
                                               CITEWISE_API_KEY=ADMIN), [
         ("search", {"query": "Which port does the staging API listen on?", "top_k": 10}),
         ("ingest", {"paths": [str(extra)]}),
@@ -103,7 +108,7 @@ def test_stdio_key_limits_collections_and_ingest(home, tmp_path) -> None:
     assert all(p["path"].startswith("docs/") for p in found["passages"])
     assert not any("BLUEHERON" in p["text"] for p in found["passages"])
     assert err_ingest and "admin key" in message
-    results = anyio.run(session_calls, server(home, ADMIN, CITEWISE_API_KEYS=keys,
+    results = session_calls(server(home, ADMIN, CITEWISE_API_KEYS=keys,
                                               CITEWISE_API_KEY=ADMIN), [
         ("search", {"query": "Which port does the staging API listen on?", "top_k": 1}),
         ("ingest", {"paths": [str(extra)], "collection": "notes"}),
@@ -116,8 +121,47 @@ def test_stdio_key_limits_collections_and_ingest(home, tmp_path) -> None:
 def test_stdio_refuses_to_start_without_a_valid_key(home) -> None:
     keys = json.dumps({KEY_DOCS: ["docs"]})
 
-    async def go() -> None:
-        await session_calls(server(home, "wrong-key-0123456789", CITEWISE_API_KEYS=keys), [])
-
     with pytest.raises(BaseException):  # noqa: B017 - the process exits before initialize
-        anyio.run(go)
+        session_calls(server(home, "wrong-key-0123456789", CITEWISE_API_KEYS=keys), [])
+
+
+NOISY = """
+import os, sys, threading, time
+import citewise.cli as cli
+
+def noise():
+    while not os.path.samestat(os.fstat(1), os.fstat(2)):  # until the server guards stdout
+        time.sleep(0.02)
+    os.write(1, b"STRAY-NATIVE\\n")  # what a native library writes to file descriptor 1
+    print("STRAY-PRINT", file=sys.__stdout__, flush=True)
+    print("STRAY-SYS", flush=True)
+
+threading.Thread(target=noise, daemon=True).start()
+cli.app(["mcp"], prog_name="citewise")
+"""
+
+
+def test_stdout_carries_only_the_protocol(home, tmp_path) -> None:
+    """Whatever else the process writes to standard output once the server runs (a native
+    library loading a model, a print) goes to stderr, never into the JSON-RPC stream."""
+    script = tmp_path / "noisy.py"
+    script.write_text(NOISY, encoding="utf-8")
+    params = server(home)
+    params.args = [str(script)]
+    log = tmp_path / "stderr.txt"
+
+    async def go(errlog):  # type: ignore[no-untyped-def]
+        async with stdio_client(params, errlog=errlog) as (read, write), \
+                ClientSession(read, write) as session:
+            await session.initialize()
+            for _ in range(100):
+                if "STRAY-SYS" in log.read_text():
+                    break
+                await anyio.sleep(0.05)
+            return await session.call_tool("list_documents", {})
+
+    with open(log, "w") as errlog:
+        result = anyio.run(go, errlog)
+    assert not result.isError and result.structuredContent["count"] == 4
+    written = log.read_text()
+    assert all(f"STRAY-{w}" in written for w in ("NATIVE", "PRINT", "SYS")), written

@@ -30,18 +30,21 @@ needs no session affinity behind a load balancer.
 
 from __future__ import annotations
 
-import asyncio
+import io
 import os
+import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
+import anyio
 import anyio.to_thread
 from fastapi import HTTPException
 from fastapi.responses import JSONResponse
 from mcp.server.fastmcp import Context, FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
+from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import ToolAnnotations
@@ -373,10 +376,29 @@ class CitewiseMCP:
 def run_stdio(engine: Engine, key: str | None = None) -> None:
     """Serve the tools over stdin/stdout until the client closes them (``citewise mcp``).
     ``key`` defaults to ``$CITEWISE_MCP_API_KEY``. Raises PermissionError when read keys are
-    configured and the key is none of them."""
+    configured and the key is none of them.
+
+    Standard output carries only the protocol: the process's file descriptor 1 and
+    ``sys.stdout`` are pointed at standard error first, so that nothing else (a native
+    library loading a model, a stray print) can write into the JSON-RPC stream; the
+    protocol is written to a duplicate of the original descriptor."""
     key = key if key is not None else os.environ.get(KEY_ENV) or None
     tools = CitewiseMCP(engine, stdio=stdio_reader(engine.settings, key))
-    asyncio.run(tools.server.run_stdio_async())
+    sys.stdout.flush()
+    protocol = io.TextIOWrapper(os.fdopen(os.dup(1), "wb", buffering=0), encoding="utf-8",
+                                newline="\n")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    lowlevel = tools.server._mcp_server
+
+    async def serve() -> None:
+        async with stdio_server(stdout=anyio.wrap_file(protocol)) as (read, write):
+            await lowlevel.run(read, write, lowlevel.create_initialization_options())
+
+    try:
+        anyio.run(serve)
+    finally:
+        protocol.close()
 
 
 class McpEndpoint:
