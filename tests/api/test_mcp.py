@@ -171,6 +171,15 @@ def test_no_key_or_a_wrong_key_reaches_no_tool(secured):
                           headers={**headers, "Authorization": f"Bearer {KEY_A}"})
     assert response.status_code == 200
     assert json.loads(response.text)["result"]["serverInfo"]["name"] == "citewise"
+    # a page of another site cannot drive the tools from the user's browser, and a foreign
+    # Host name (DNS rebinding onto the loopback server) is refused by the SDK's check
+    keyed = {**headers, "Authorization": f"Bearer {KEY_A}"}
+    response = httpx.post(f"{server.url}/mcp", json=initialize,
+                          headers={**keyed, "Origin": "http://evil.example"})
+    assert response.status_code == 403
+    response = httpx.post(f"{server.url}/mcp", json=initialize,
+                          headers={**keyed, "Host": "evil.example"})
+    assert response.status_code in (400, 403, 421), response.status_code
 
     async def go():  # type: ignore[no-untyped-def]
         async with client(server.url, None) as s:
