@@ -33,7 +33,7 @@ from __future__ import annotations
 import io
 import os
 import sys
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated, Any
@@ -175,8 +175,8 @@ def _passage(c: Citation, text: str) -> Passage:
 def stdio_reader(settings: Settings, key: str | None) -> Reader:
     """The :class:`Reader` of a stdio client presenting ``key``: the HTTP API's rules for a
     request to a server on localhost (it is a process on this machine). Raises
-    PermissionError with the HTTP API's message when read keys are set and ``key`` is none
-    of them."""
+    PermissionError naming the settings when read keys are set and ``key`` is none of them
+    (nor the admin key)."""
     headers = [(b"host", b"localhost")]
     if key:
         headers.append((b"authorization", f"Bearer {key}".encode()))
@@ -448,8 +448,4 @@ class McpEndpoint:
         await self._manager.handle_request(scope, receive, send)
 
 
-def tool_names() -> Sequence[str]:
-    return ("search", "ask", "list_documents", "get_passage", "ingest")
-
-
-__all__ = ["KEY_ENV", "CitewiseMCP", "McpEndpoint", "run_stdio", "stdio_reader", "tool_names"]
+__all__ = ["KEY_ENV", "CitewiseMCP", "McpEndpoint", "run_stdio", "stdio_reader"]
