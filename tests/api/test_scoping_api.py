@@ -16,10 +16,10 @@ def client(make_app, tmp_path):
     (data / "laptops").mkdir(parents=True)
     (data / "phones").mkdir()
     (data / "laptops" / "warranty.md").write_text(
-        "---\nauthor: Ana Diaz\nproduct: laptop\n---\n# Laptop warranty\n\nThe laptop "
+        "---\nauthor: Ana Diaz\nproduct: laptop\nyear: 2019\n---\n# Laptop warranty\n\nThe laptop "
         "warranty lasts 24 months from the date of purchase.\n", encoding="utf-8")
     (data / "phones" / "warranty.md").write_text(
-        "---\nauthor: Ben Ode\nproduct: phone\n---\n# Phone warranty\n\nThe phone warranty "
+        "---\nauthor: Ben Ode\nproduct: phone\nyear: 2025\n---\n# Phone warranty\n\nThe phone warranty "
         "lasts 12 months from the date of purchase.\n", encoding="utf-8")
     app, _ = make_app(ingest=[data])
     with TestClient(app, base_url="http://127.0.0.1") as c:
@@ -44,6 +44,8 @@ def test_chat_filters_by_path_glob_and_metadata(client) -> None:
     assert "24 months" in laptops["answer"]
     nobody = ask(client, where={"author": ["Carl", "Dana"]}).json()
     assert nobody["found"] is False and nobody["sources"] == []
+    after = ask(client, where={"year": {"gte": 2024}}).json()
+    assert {s["path"] for s in after["sources"]} == {"data/phones/warranty.md"}
     english = ask(client, language="en", paths=["*.md"]).json()
     assert len(english["sources"]) == 2
 
@@ -53,6 +55,7 @@ def test_chat_filters_by_path_glob_and_metadata(client) -> None:
     ({"paths": [""]}, "paths"),
     ({"where": {"_root": "/tmp"}}, "where"),
     ({"where": {"author": {"x": 1}}}, "where"),
+    ({"where": {"year": {"gte": [2024]}}}, "where"),
     ({"language": "English"}, "language"),
     ({"folder": "phones"}, "folder"),
 ])

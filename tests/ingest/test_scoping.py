@@ -111,6 +111,10 @@ CASES = [
     ({"where": {"author": ["Dana Roe", "Carl"]}}, {"policies/finance/travel.docx",
                                                    "policies/finance/refunds.md"}),
     ({"where": {"format": "pdf"}}, {"policies/finance/expenses.pdf"}),
+    # PDF CreationDate 2024-03-05; python-docx's template says 2013-12-23
+    ({"where": {"created": {"gte": "2024-01-01"}}}, {"policies/finance/expenses.pdf"}),
+    ({"where": {"created": {"gte": "2013-12", "lt": "2024"}}}, {
+        "policies/finance/travel.docx"}),
     ({"paths": ["finance"], "where": {"author": "Ana Diaz"}}, set()),
 ]
 

@@ -36,9 +36,13 @@ def test_where_options_are_parsed_and_bad_ones_named() -> None:
     assert parse_where([]) is None
     assert parse_where(["author=Ana Diaz", "tags=hr", "tags=policy", "note=a=b"]) == {
         "author": "Ana Diaz", "tags": ["hr", "policy"], "note": "a=b"}
-    for bad in ("author", "=Ana", "_root=/x"):
+    assert parse_where(["created>=2024-01-01", "created<2025", "n<=3", "n>1"]) == {
+        "created": {"gte": "2024-01-01", "lt": "2025"}, "n": {"lte": "3", "gt": "1"}}
+    for bad in ("author", "=Ana", "_root=/x", "author=", "a>"):
         with pytest.raises(ValueError, match="--where"):
             parse_where([bad])
+    with pytest.raises(ValueError, match="both as a value and as a range"):
+        parse_where(["year=2024", "year>2020"])
     assert cli_filters() is None
     assert cli_filters(["a=1"], ["docs/"], ["hr"], "en") == {
         "where": {"a": "1"}, "paths": ["docs/"], "collections": ["hr"], "language": "en"}

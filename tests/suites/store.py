@@ -208,6 +208,10 @@ class StoreSuite:
                 ({"year": 2024}, ["eng_guides_deploy.rst"]),
                 ({"year": "2024"}, ["eng_guides_deploy.rst"]),
                 ({"title": "hr_handbook.md"}, ["hr_handbook.md"]),  # a document field
+                ({"year": {"gte": 2024}}, ["eng_guides_deploy.rst"]),
+                ({"year": {"gt": 2024}}, []),
+                ({"year": {"gt": "987"}}, ["eng_guides_deploy.rst"]),  # as numbers
+                ({"author": {"gte": "b", "lt": "c"}}, ["hr_old_handbook-2019.md"]),
                 ({"author": "Nobody"}, []),
                 ({"missing": "x"}, [])):
             f = {"where": where}
@@ -226,6 +230,8 @@ class StoreSuite:
         for bad, field in (({"paths": "*.md"}, "paths"), ({"paths": [""]}, "paths"),
                            ({"where": {"_root": "/x"}}, "where"), ({"where": ["a"]}, "where"),
                            ({"where": {"author": []}}, "where"),
+                           ({"where": {"year": {"after": 1}}}, "where"),
+                           ({"where": {"year": {}}}, "where"),
                            ({"language": ["en"]}, "language")):
             with pytest.raises(ValueError, match=f"filter '{field}'"):
                 store.dense_search(unit(1), 5, bad)

@@ -11,8 +11,10 @@ matched against whole path components anywhere in the path (``*.md`` matches
 matches within one component, ``**`` across components, ``?`` one character, ``[abc]`` one of
 these; a leading ``/`` anchors the glob at the start of the path. Matching is case-sensitive.
 
-``where`` maps a field to a value or a list of values; a document passes when, for every
-field, its value equals one of them (letter case ignored). The field is a key of the
+``where`` maps a field to a value, a list of values, or a range (``{"gte": "2024-01-01",
+"lt": "2025-01-01"}``: bounds ``gt``, ``gte``, ``lt``, ``lte``); a document passes when, for
+every field, its value equals one of the values (letter case ignored) or lies in the range
+(numbers compared as numbers, anything else as text, so ISO dates compare by date). The field is a key of the
 document's metadata (Markdown front matter; PDF and DOCX properties such as ``author``,
 ``subject``, ``keywords``), or ``format`` or ``title`` when the metadata has no such key. A
 list-valued field (``tags: [hr, policy]``) passes when one of its items equals a value;
@@ -21,8 +23,9 @@ list-valued field (``tags: [hr, policy]``) passes when one of its items equals a
 
 from __future__ import annotations
 
+import operator
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import date
 from functools import lru_cache
 from typing import Any
@@ -31,6 +34,9 @@ from citewise.types import Document
 
 #: document fields a ``where`` key falls back to when the metadata has no such key
 DOCUMENT_FIELDS = ("format", "title")
+#: the bounds of a ``where`` range, with the comparison each makes
+BOUNDS: dict[str, Callable[[Any, Any], bool]] = {
+    "gt": operator.gt, "gte": operator.ge, "lt": operator.lt, "lte": operator.le}
 MAX_PATTERN = 500
 
 
@@ -60,10 +66,18 @@ def check_scope(filters: Mapping[str, Any]) -> None:
             if key.startswith("_"):
                 raise ValueError(f"filter 'where': field {key!r} is internal (names starting "
                                  "with '_' cannot be filtered on)")
+            if isinstance(value, Mapping):
+                bad = set(value) - set(BOUNDS)
+                if not value or bad or not all(isinstance(v, str | int | float)
+                                               and not isinstance(v, bool)
+                                               for v in value.values()):
+                    raise ValueError(f"filter 'where': field {key!r}: a range takes bounds "
+                                     f"{', '.join(BOUNDS)} with a text or number each")
+                continue
             values = value if isinstance(value, list | tuple) else [value]
             if not values or not all(isinstance(v, str | int | float | bool) for v in values):
-                raise ValueError(f"filter 'where': field {key!r} needs a value or a list of "
-                                 "values (text, numbers or true/false)")
+                raise ValueError(f"filter 'where': field {key!r} needs a value, a list of "
+                                 "values (text, numbers or true/false) or a range")
 
 
 def has_scope(filters: Mapping[str, Any] | None) -> bool:
@@ -122,6 +136,21 @@ def _texts(value: Any) -> list[str]:
     return [str(value).strip().casefold()]
 
 
+def _comparable(a: str, b: str) -> tuple[Any, Any]:
+    """Two values as numbers when both are numbers, else as text."""
+    try:
+        return float(a), float(b)
+    except ValueError:
+        return a, b
+
+
+def in_range(have: Iterable[str], bounds: Mapping[str, Any]) -> bool:
+    """Whether one of the values ``have`` lies within every bound of ``bounds``."""
+    limits = [(BOUNDS[name], _texts(limit)[0]) for name, limit in bounds.items()]
+    return any(all(compare(*_comparable(value, limit)) for compare, limit in limits)
+               for value in have)
+
+
 def where_matches(document: Document, where: Mapping[str, Any]) -> bool:
     for key, wanted in where.items():
         if key in document.metadata:
@@ -130,6 +159,10 @@ def where_matches(document: Document, where: Mapping[str, Any]) -> bool:
             have = set(_texts(getattr(document, key)))
         else:
             return False
+        if isinstance(wanted, Mapping):
+            if not in_range(have, wanted):
+                return False
+            continue
         values = wanted if isinstance(wanted, list | tuple) else [wanted]
         if not have & {t for v in values for t in _texts(v)}:
             return False
@@ -159,21 +192,34 @@ def scoped_document_ids(store: Any, filters: Mapping[str, Any] | None) -> list[s
     return [d.id for d in cached[1] if in_scope(d, filters)]
 
 
+#: ``--where`` operators and the range bound each gives (``=`` is equality)
+_OPERATORS = {">=": "gte", "<=": "lte", ">": "gt", "<": "lt", "=": ""}
+_CONDITION = re.compile(r"^\s*([^=<>]+?)\s*(>=|<=|>|<|=)\s*(.*?)\s*$", re.DOTALL)
+
+
 def parse_where(items: Iterable[str], option: str = "--where") -> dict[str, Any] | None:
-    """``["author=Ana", "tags=hr", "tags=policy"]`` as a ``where`` filter: ``{"author": "Ana",
-    "tags": ["hr", "policy"]}`` (a field given twice matches either value); None for no
-    items. Raises ValueError naming ``option`` for an item without ``=`` or a field."""
+    """``--where`` conditions as a ``where`` filter: ``["author=Ana", "tags=hr", "tags=policy",
+    "created>=2024-01-01", "created<2025"]`` -> ``{"author": "Ana", "tags": ["hr",
+    "policy"], "created": {"gte": "2024-01-01", "lt": "2025"}}`` (a field given twice with
+    ``=`` matches either value; bounds of one field all apply); None for no items. Raises
+    ValueError naming ``option`` for an item that is no condition, or a field given both
+    ways."""
     where: dict[str, Any] = {}
     for item in items:
-        key, sep, value = item.partition("=")
-        key, value = key.strip(), value.strip()
-        if not sep or not key:
-            raise ValueError(f"{option} {item!r}: give FIELD=VALUE, such as author=Ana")
-        if key in where:
-            before = where[key]
-            where[key] = [*before, value] if isinstance(before, list) else [before, value]
-        else:
+        m = _CONDITION.match(item)
+        if not m or not m[3]:
+            raise ValueError(f"{option} {item!r}: give FIELD=VALUE (or FIELD>=VALUE, <=, >, "
+                             "<), such as author=Ana or created>=2024-01-01")
+        key, bound, value = m[1], _OPERATORS[m[2]], m[3]
+        before = where.get(key)
+        if before is not None and isinstance(before, dict) != bool(bound):
+            raise ValueError(f"{option}: field {key!r} is given both as a value and as a range")
+        if bound:
+            where[key] = {**(before or {}), bound: value}
+        elif before is None:
             where[key] = value
+        else:
+            where[key] = [*before, value] if isinstance(before, list) else [before, value]
     if not where:
         return None
     try:
