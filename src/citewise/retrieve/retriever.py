@@ -41,7 +41,7 @@ from citewise.embed import Embedder
 from citewise.errors import QueryError
 from citewise.retrieve.fusion import fuse
 from citewise.retrieve.rerank import Reranker, passage_text, sigmoid
-from citewise.store.base import Store
+from citewise.store.base import Store, check_filters
 from citewise.store.bm25 import idf as bm25_idf
 from citewise.text.analysis import content_terms, tokenize
 from citewise.text.language import UNDETERMINED, detect_language
@@ -217,11 +217,17 @@ class Retriever:
 
         ``k`` candidates are taken from each leg (default ``dense_k``/``sparse_k``); stage
         durations in ms are added to ``timings``; ``query_vec`` is the question's embedding
-        when the caller already has it. Raises QueryError for a blank question.
+        when the caller already has it. Raises QueryError for a blank question or a malformed
+        filter (the message names it).
         """
         mode = SearchMode(mode)
         clock = _Clock(timings if timings is not None else {})
         query = clean_query(query, self.settings.max_query_chars)
+        if filters:
+            try:
+                check_filters(filters)
+            except ValueError as err:
+                raise QueryError(str(err)) from None
         language = detect_language(query)
         terms = tokenize(query, language)
         if mode is SearchMode.SPARSE:

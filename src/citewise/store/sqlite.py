@@ -31,6 +31,7 @@ Migrations are named, ordered functions (``m001_initial``...) applied once each 
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 from collections import Counter
@@ -46,6 +47,7 @@ from citewise.errors import IndexChangedError, IndexError_
 from citewise.store.base import Filters, IndexInfo, nested_read_transaction
 from citewise.store.bm25 import BM25_B, BM25_K1, bm25_scores
 from citewise.store.migrations import named, run_migrations
+from citewise.store.scope import scoped_document_ids
 from citewise.store.sql import (
     BINDING_KEYS,
     DOC_COLS,
@@ -517,8 +519,7 @@ class SQLiteStore(SQLStore):
         return IndexInfo(docs, chunks, model, dim, size, str(self.path))
 
     # --- filters --------------------------------------------------------------------------
-    @staticmethod
-    def _filter_clauses(filters: Filters | None) -> tuple[list[str], list[object]] | None:
+    def _filter_clauses(self, filters: Filters | None) -> tuple[list[str], list[object]] | None:
         """SQL conditions on ``chunks c JOIN documents d`` for ``filters``: None when nothing
         is filtered, ``(["0"], [])`` when nothing can match (no readable collection). Raises
         ValueError for an unknown filter key."""
@@ -541,6 +542,12 @@ class SQLiteStore(SQLStore):
         if language := wanted.language:
             clauses.append("c.language = ?")
             params.append(language)
+        if (scope := wanted.scope) is not None:  # paths and where: the documents that pass
+            scoped = scoped_document_ids(self, scope)
+            if not scoped:
+                return ["0"], []
+            clauses.append("c.document_id IN (SELECT value FROM json_each(?))")
+            params.append(json.dumps(scoped))
         return clauses, params
 
     def _filter_rowids(self, filters: Filters | None) -> np.ndarray | None:
