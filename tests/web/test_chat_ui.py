@@ -24,7 +24,7 @@ def test_ask_stream_cite_and_view_the_highlighted_span(page, server):
     expect(page.locator("#chat-list-empty")).to_be_visible()
 
     msg = ask(page, QUESTION)
-    expect(page.locator(".message.user").last).to_have_text(QUESTION)
+    expect(page.locator(".message.user p").last).to_have_text(QUESTION)
     expect(msg).to_have_attribute("data-state", "done", timeout=LONG)
     assert int(msg.get_attribute("data-tokens")) >= 1  # the answer came as token events
     expect(page.locator("#question")).to_have_value("")
@@ -114,7 +114,7 @@ def test_chat_list_new_switch_delete_and_deep_link(page, server):
     # switch: the first chat's messages and sources come back from the server
     page.locator(".chat-link", has_text=QUESTION).click()
     expect(page.locator("#chat-title")).to_have_text(QUESTION)
-    expect(page.locator(".message.user")).to_have_text([QUESTION])
+    expect(page.locator(".message.user > p")).to_have_text([QUESTION])
     expect(page.locator(".message.assistant .answer")).to_contain_text(["24 months"])
     expect(page.locator("#source-cards .card .file").first).to_have_text("warranty.md")
     expect(page.locator(".chat-link", has_text=QUESTION)).to_have_attribute("aria-current",

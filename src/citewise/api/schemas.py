@@ -143,6 +143,24 @@ class ChatsPublic(BaseModel):
     next_offset: int | None = Field(description="Offset of the next page; null on the last.")
 
 
+class FeedbackRequest(_In):
+    rating: Literal[-1, 0, 1] = Field(description="1 thumbs up, -1 thumbs down, 0 none.")
+    comment: str = Field("", max_length=2000, description="What was good or wrong.")
+    sources: dict[str, Literal[-1, 1]] = Field(
+        default_factory=dict, max_length=100,
+        description="Thumbs on single cited sources: chunk id -> 1 (relevant) or -1 (not).")
+
+
+class FeedbackPublic(BaseModel):
+    rating: int
+    comment: str
+    sources: dict[str, int]
+
+
+class RenameRequest(_In):
+    title: str = Field(min_length=1, max_length=200)
+
+
 class MessagePublic(BaseModel):
     id: int
     role: str
@@ -152,6 +170,7 @@ class MessagePublic(BaseModel):
     search_query: str | None
     sources: list[dict[str, Any]]
     metrics: dict[str, Any]
+    feedback: FeedbackPublic | None = None
 
 
 class ChatDetail(ChatPublic):

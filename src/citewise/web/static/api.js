@@ -102,9 +102,27 @@ export class Api {
   }
 
   health(signal) { return this.json("/api/health", { signal }); }
-  chats() { return this.json("/api/chats?limit=200"); }
+  chats(q = "") {
+    return this.json(`/api/chats?limit=200${q ? `&q=${encodeURIComponent(q)}` : ""}`);
+  }
   chat(id) { return this.json(`/api/chats/${encodeURIComponent(id)}`); }
   deleteChat(id) { return this.json(`/api/chats/${encodeURIComponent(id)}`, { method: "DELETE" }); }
+  renameChat(id, title) {
+    return this.json(`/api/chats/${encodeURIComponent(id)}`, { method: "PATCH", json: { title } });
+  }
+  /** Delete message `messageId` of the chat and every later one (edit, regenerate). */
+  truncate(id, messageId) {
+    return this.json(`/api/chats/${encodeURIComponent(id)}/messages/${messageId}`,
+      { method: "DELETE" });
+  }
+  feedback(id, messageId, { rating, comment = "", sources = {} }) {
+    return this.json(`/api/chats/${encodeURIComponent(id)}/messages/${messageId}/feedback`,
+      { method: "PUT", json: { rating, comment, sources } });
+  }
+  async feedbackExport() {
+    const response = await this.request("/api/chats/feedback.jsonl");
+    return response.text();
+  }
   source(chunkId) { return this.json(`/api/sources/${encodeURIComponent(chunkId)}`); }
   documents() { return this.json("/api/documents"); }
 
