@@ -609,8 +609,8 @@ function addActions(msg) {
       () => regenerate(msg)));
   }
   if (msg.serverId !== null && msg.root.dataset.state === "done") {
-    const up = actionButton("👍", "thumb up", "Good answer", () => rate(msg, 1));
-    const down = actionButton("👎", "thumb down", "Bad answer", () => rate(msg, -1));
+    const up = actionButton("▲ Helpful", "thumb up", "Good answer", () => rate(msg, 1));
+    const down = actionButton("▼ Not helpful", "thumb down", "Bad answer", () => rate(msg, -1));
     msg.thumbs = { up, down };
     bar.append(up, down);
     showRating(msg);
@@ -872,9 +872,9 @@ function showSources(msg, selected = null) {
       const thumbs = el("span", "source-thumbs");
       thumbs.setAttribute("role", "group");
       thumbs.setAttribute("aria-label", `Feedback on source ${s.n}`);
-      const up = actionButton("👍", "thumb up", `Source ${s.n} is relevant`,
+      const up = actionButton("▲ Relevant", "thumb up", `Source ${s.n} is relevant`,
         () => rateSource(msg, s.chunk_id, 1));
-      const down = actionButton("👎", "thumb down", `Source ${s.n} is not relevant`,
+      const down = actionButton("▼ Not relevant", "thumb down", `Source ${s.n} is not relevant`,
         () => rateSource(msg, s.chunk_id, -1));
       up.setAttribute("aria-pressed", String(vote === 1));
       down.setAttribute("aria-pressed", String(vote === -1));
