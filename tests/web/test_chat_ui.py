@@ -77,9 +77,15 @@ def test_ask_stream_cite_and_view_the_highlighted_span(page, server):
     assert src["span_start"] is not None
     cited = src["source_text"][src["span_start"]:src["span_end"]]
     assert "24 months" in cited
-    expect(viewer.locator("mark")).to_have_count(1)
-    assert viewer.locator("mark").text_content() == cited
+    expect(viewer.locator("mark.passage")).to_have_count(1)
+    assert viewer.locator("mark.passage").text_content() == cited
     assert viewer.locator("#viewer-text").text_content() == src["source_text"]
+    # inside the passage, the sentence the citation was narrowed to (its char span)
+    c0, c1 = sources[0]["char_start"], sources[0]["char_end"]
+    sentence = src["source_text"][src["span_start"] + c0 - src["char_start"]:
+                                  src["span_start"] + c1 - src["char_start"]]
+    assert sentence.startswith("The laptop warranty lasts 24 months"), sentence
+    expect(viewer.locator("mark.passage mark.sentence")).to_have_text(sentence)
     expect(page.locator("#viewer-title")).to_have_text("warranty.md — Warranty")
     lines = f"lines {src['line_start']}-{src['line_end']}" if src["line_end"] != src[
         "line_start"] else f"line {src['line_start']}"
@@ -138,7 +144,7 @@ def test_chat_list_new_switch_delete_and_deep_link(page, server):
     # a link to a source (as the widget makes) opens the viewer
     page.goto(f"{server.url}/#source={chunk_id}")
     expect(page.locator("#viewer")).to_be_visible()
-    expect(page.locator("#viewer mark")).to_contain_text("24 months")
+    expect(page.locator("#viewer mark.passage")).to_contain_text("24 months")
 
 
 def test_keyboard_only(page, server):
@@ -154,7 +160,7 @@ def test_keyboard_only(page, server):
     badge.focus()
     page.keyboard.press("Enter")
     expect(page.locator("#viewer")).to_be_visible()
-    expect(page.locator("#viewer mark")).to_contain_text("25th")
+    expect(page.locator("#viewer mark.sentence")).to_contain_text("25th")
     page.keyboard.press("Escape")
     expect(page.locator("#viewer")).to_be_hidden()
     # every control has an accessible name
@@ -318,7 +324,7 @@ def test_attach_upload_approve_or_reject_and_result_cards(page, server, tmp_path
     expect(law.locator(".badge").nth(1)).to_have_text("compliant")
     law.locator("button.link").click()
     expect(page.locator("#viewer-title")).to_have_text("services-agreement.txt")
-    expect(page.locator("#viewer mark")).to_contain_text(
+    expect(page.locator("#viewer mark.passage")).to_contain_text(
         "governed by the laws of the State of New York")
     page.keyboard.press("Escape")
     screenshot(page, "chat-attach-scan.png")

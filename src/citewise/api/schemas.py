@@ -202,6 +202,11 @@ class SourceDetail(BaseModel):
     span_start: int | None = Field(None, description="Where the cited part starts in "
                                    "source_text (for highlighting); null when not located.")
     span_end: int | None = Field(None, description="Where the cited part ends in source_text.")
+    focus_start: int | None = Field(
+        None, description="Where the asked document span (?start=&end=, a citation's "
+        "char_start/char_end: the supporting sentence) starts in source_text; null when not "
+        "asked or not inside the cited part.")
+    focus_end: int | None = Field(None, description="Where that span ends in source_text.")
 
 
 class DocumentPublic(BaseModel):

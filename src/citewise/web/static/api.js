@@ -123,7 +123,13 @@ export class Api {
     const response = await this.request("/api/chats/feedback.jsonl");
     return response.text();
   }
-  source(chunkId) { return this.json(`/api/sources/${encodeURIComponent(chunkId)}`); }
+  /** A source chunk; `span` ({char_start, char_end} of a citation) asks where that part,
+   * the supporting sentence, lies in its source_text (focus_start / focus_end). */
+  source(chunkId, span = null) {
+    const q = span && Number.isInteger(span.char_start) && Number.isInteger(span.char_end)
+      ? `?start=${span.char_start}&end=${span.char_end}` : "";
+    return this.json(`/api/sources/${encodeURIComponent(chunkId)}${q}`);
+  }
   documents() { return this.json("/api/documents"); }
 
   upload(file) {

@@ -899,7 +899,7 @@ async function openSource(s) {
   clearError();
   let d;
   try {
-    d = await api.source(s.chunk_id);
+    d = await api.source(s.chunk_id, s.n ? s : null); // a citation: its sentence too
   } catch (err) {
     showError(messageOf(err));
     return;
@@ -914,8 +914,20 @@ async function openSource(s) {
   ui.viewerText.replaceChildren();
   let mark = null;
   if (d.span_start !== null && d.span_end !== null && d.source_text) {
-    mark = el("mark", "", text.slice(d.span_start, d.span_end));
-    ui.viewerText.append(text.slice(0, d.span_start), mark, text.slice(d.span_end));
+    // the passage lightly; inside it, the sentence(s) the citation rests on
+    mark = el("mark", "passage");
+    const f0 = d.focus_start, f1 = d.focus_end;
+    if (f0 !== null && f1 !== null && (f0 > d.span_start || f1 < d.span_end)) {
+      const sentence = el("mark", "sentence", text.slice(f0, f1));
+      mark.append(text.slice(d.span_start, f0), sentence, text.slice(f1, d.span_end));
+      ui.viewerWhere.textContent += " · the supporting sentence is highlighted";
+      mark = sentence;
+      ui.viewerText.append(text.slice(0, d.span_start), sentence.parentNode,
+        text.slice(d.span_end));
+    } else {
+      mark.textContent = text.slice(d.span_start, d.span_end);
+      ui.viewerText.append(text.slice(0, d.span_start), mark, text.slice(d.span_end));
+    }
   } else {
     ui.viewerText.append(text);
   }
