@@ -5,7 +5,7 @@ training data, and resume an interrupted action (approve or reject)."""
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Response
 from fastapi.concurrency import run_in_threadpool
@@ -30,7 +30,7 @@ router = APIRouter(prefix="/api/chats", tags=["chats"])
 
 ChatId = Annotated[str, Path(max_length=64, description="The chat's id (32 hex digits).")]
 MessageId = Annotated[int, Path(ge=1, le=2**62, description="The message's id.")]
-_UNKNOWN = {404: {"description": "unknown chat or message"}}
+_UNKNOWN: dict[int | str, dict[str, Any]] = {404: {"description": "unknown chat or message"}}
 
 
 @router.get("")
