@@ -298,3 +298,55 @@ def test_widget_renders_safe_markdown_and_stops(new_page, make_app, docs_dir, st
                         break
                     page.wait_for_timeout(100)
             assert messages[3]["status"] == "interrupted"
+
+
+def test_widget_keeps_the_visitors_chat_across_page_loads(new_page, make_app, docs_dir,
+                                                          static_site):
+    site = static_site()
+    app, _ = make_app(ingest=[docs_dir], cors_origins=[site.url])
+    with LiveServer(app) as server:
+        url = site.write(page_html(api=server.url))
+        page = new_page()
+        page.goto(url)
+        widget = page.locator("citewise-widget")
+        widget.locator(".launcher").click()
+        field = widget.locator("input")
+        expect(field).to_be_enabled()
+        field.fill(QUESTION)
+        field.press("Enter")
+        expect(widget.locator(".msg.bot").last).to_have_attribute("data-state", "done",
+                                                                 timeout=LONG)
+        # another page of the site (here: the same one, loaded again) shows the chat
+        page.goto(site.write(page_html(api=server.url), name="other.html"))
+        widget.locator(".launcher").click()
+        expect(widget.locator(".msg.user")).to_have_text([QUESTION])
+        bot = widget.locator(".msg.bot")
+        expect(bot).to_contain_text(["24 months"])
+        expect(bot.locator("a.cite").first).to_have_text("[1]")
+        # a follow-up continues it
+        field.fill("And the batteries?")
+        field.press("Enter")
+        expect(widget.locator(".msg.bot")).to_have_count(2)
+        expect(widget.locator(".msg.bot").last).to_have_attribute("data-state", "done",
+                                                                 timeout=LONG)
+        with httpx.Client(base_url=server.url) as c:
+            chats = c.get("/api/chats").json()["data"]
+        assert [ch["message_count"] for ch in chats] == [4]
+
+        # New chat starts over: the next question makes a second chat
+        widget.get_by_role("button", name="New chat").click()
+        expect(widget.locator(".msg")).to_have_count(0)
+        field.fill("When are salaries paid?")
+        field.press("Enter")
+        expect(widget.locator(".msg.bot").last).to_have_attribute("data-state", "done",
+                                                                 timeout=LONG)
+        with httpx.Client(base_url=server.url) as c:
+            chats = c.get("/api/chats").json()["data"]
+            assert len(chats) == 2
+            # a kept chat the server no longer has is forgotten on the next page
+            assert c.delete(f"/api/chats/{chats[0]['id']}").status_code == 204
+        page.reload()
+        widget.locator(".launcher").click()
+        expect(widget.locator(".status")).to_have_text("2 documents indexed")
+        page.wait_for_function("localStorage.getItem('citewise.widget.chat') === null")
+        expect(widget.locator(".msg")).to_have_count(0)

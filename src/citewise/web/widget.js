@@ -65,6 +65,7 @@
     ".head{display:flex;align-items:center;gap:8px;padding:8px 10px;background:#0b57d0;color:#fff}",
     ".head h2{margin:0;font-size:15px;flex:1}",
     ".head button{background:transparent;border:none;color:#fff;font-size:20px;cursor:pointer;padding:0 6px}",
+    ".head button.new{font-size:12px;border:1px solid rgba(255,255,255,.6);border-radius:6px;padding:2px 8px}",
     ".status{font-size:12px;padding:4px 10px;background:#f6f7f9;color:#57606a;border-bottom:1px solid #d0d7de}",
     ".status[data-state=down],.status[data-state=cors]{color:#b3261e;background:#fdecea}",
     ".log{flex:1;overflow:auto;padding:10px;display:flex;flex-direction:column;gap:8px}",
@@ -103,7 +104,8 @@
     '<button class="launcher" type="button" aria-expanded="false" aria-controls="panel" ' +
     'title="' + "Ask the docs (drag to move; Shift+arrow keys move it too)" + '">Ask</button>' +
     '<section class="panel" id="panel" role="dialog" aria-label="" hidden>' +
-    '<div class="head"><h2></h2><button class="close" type="button" aria-label="Close">×</button></div>' +
+    '<div class="head"><h2></h2><button class="new" type="button">New chat</button>' +
+    '<button class="close" type="button" aria-label="Close">×</button></div>' +
     '<div class="status" role="status" aria-live="polite" data-state="checking">Connecting…</div>' +
     '<div class="log" role="log" aria-live="polite"></div>' +
     '<form><label class="sr" for="q">Your question</label>' +
@@ -118,7 +120,16 @@
   panel.setAttribute("aria-label", title);
 
   var api = null, busy = false, checked = false, controller = null;
-  var conversation = sessionStorage.getItem(CHAT_KEY);
+  // the visitor's chat, kept across page loads of the site (the server checks it is theirs)
+  var conversation = null, restored = false;
+  try { conversation = localStorage.getItem(CHAT_KEY); } catch (e) { conversation = null; }
+
+  function keepChat(id) {
+    conversation = id;
+    try {
+      if (id) localStorage.setItem(CHAT_KEY, id); else localStorage.removeItem(CHAT_KEY);
+    } catch (e) { /* private mode: this page only */ }
+  }
 
   // --- position ------------------------------------------------------------------------
   var SIZE = 56, MARGIN = 8;
@@ -262,6 +273,7 @@
         setStatus(h.documents + " documents indexed", "ok");
         input.disabled = send.disabled = busy;
         if (!panel.hidden) input.focus();
+        restore();
       }, function () { tryAt(i + 1); });
     };
     tryAt(0);
@@ -330,6 +342,38 @@
     return pump();
   }
 
+  /** The kept chat's messages, shown once per page load (a chat the server no longer has,
+   * or not this visitor's, is forgotten). */
+  function restore() {
+    if (restored || !conversation || busy || log.childElementCount) return;
+    restored = true;
+    fetch(api + "/api/chats/" + encodeURIComponent(conversation),
+      { headers: { "X-Citewise-Visitor": visitor } })
+      .then(function (r) {
+        if (r.status === 404) { keepChat(null); return null; }
+        return r.ok ? r.json() : null;
+      })
+      .then(function (chat) {
+        if (!chat || log.childElementCount) return;
+        chat.messages.forEach(function (m) {
+          if (m.role === "user") { log.append(el("div", "msg user", m.content)); return; }
+          var bot = el("div", "msg bot");
+          bot.dataset.state = m.status === "complete" ? "done" : m.status;
+          render(bot, m.content, m.sources || []);
+          log.append(bot);
+        });
+        log.scrollTop = log.scrollHeight;
+      })
+      .catch(function () { /* shown empty; asking still works */ });
+  }
+
+  $(".new").addEventListener("click", function () {
+    if (busy && controller) controller.abort();
+    keepChat(null);
+    log.replaceChildren();
+    input.focus();
+  });
+
   function ask(query) {
     log.append(el("div", "msg user", query));
     var bot = el("div", "msg bot");
@@ -368,8 +412,7 @@
           render(bot, text, null);
         } else if (type === "done") {
           ended = true;
-          conversation = d.conversation_id || conversation;
-          if (conversation) sessionStorage.setItem(CHAT_KEY, conversation);
+          keepChat(d.conversation_id || conversation);
           bot.dataset.state = "done";
           render(bot, d.answer || "", d.sources || []);
         } else if (type === "interrupt") {
