@@ -214,3 +214,28 @@ def test_dark_mode_follows_the_system_and_the_toggle(new_page, server):
     page.emulate_media(color_scheme="dark")
     expect(theme).to_have_text("Theme: system (dark)")
     assert background(page) == "rgb(15, 18, 22)"
+
+
+def test_keyboard_shortcuts(page, server):
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=server.url)
+    page.goto(server.url + "/")
+    msg = ask(page, QUESTION)
+    expect(msg).to_have_attribute("data-state", "done", timeout=LONG)
+    page.locator("#chat-title").click()  # focus off the fields
+    page.keyboard.press("Control+Shift+C")  # copy the last answer
+    expect(msg.locator(".action.copy")).to_have_text("Copied")
+    copied = page.evaluate("navigator.clipboard.readText()")
+    assert "24 months" in copied and "\n\nSources:\n[1] " in copied
+    page.keyboard.press("Control+k")
+    expect(page.locator("#chat-search")).to_be_focused()
+    page.keyboard.type("warranty")
+    expect(page.locator(".chat-link")).to_have_text([QUESTION])
+    page.locator("#chat-title").click()
+    page.keyboard.press("/")
+    expect(page.locator("#question")).to_be_focused()
+    expect(page.locator("#question")).to_have_value("")  # the slash is not typed
+    page.keyboard.press("Control+Shift+O")
+    expect(page.locator("#chat-title")).to_have_text("New chat")
+    expect(page.locator(".message")).to_have_count(0)
+    page.locator(".shortcuts summary").click()
+    expect(page.locator(".shortcuts dl")).to_contain_text("copy the last answer")

@@ -164,5 +164,5 @@ def test_the_view_follows_the_answer_until_the_reader_scrolls_up(new_page, make_
             page.wait_for_timeout(500)
             assert box.evaluate(gap) < 60
             expect(page.locator("#jump")).to_be_hidden()
-            page.click("#stop")
+            page.keyboard.press("Escape")  # the shortcut for Stop
             expect(msg).to_have_attribute("data-state", "stopped")

@@ -279,10 +279,14 @@ function addAssistantMessage(question = null) {
   const msg = { root, progress, process, steps, body, extra, question, text: "", sources: [],
     cited: [], hits: null, tokens: 0, frame: 0, serverId: null,
     feedback: { rating: 0, comment: "", sources: {} } };
+  answers.set(root, msg);
   root.addEventListener("focusin", () => { if (msg.sources.length) showSources(msg); });
   follow();
   return msg;
 }
+
+/** Each assistant message's state, by its element. */
+const answers = new WeakMap();
 
 const capital = (t) => t.charAt(0).toUpperCase() + t.slice(1);
 
@@ -965,8 +969,40 @@ ui.search.addEventListener("input", () => {
   clearTimeout(searchTimer);
   searchTimer = setTimeout(loadChats, 200);
 });
+// --- keyboard shortcuts (listed under "Keyboard shortcuts" in the sidebar) ---------------
+function typing(target) {
+  return target instanceof HTMLElement &&
+    (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName));
+}
+
+function lastAnswer() {
+  const roots = [...ui.messages.querySelectorAll(".message.assistant")];
+  return roots.length ? answers.get(roots[roots.length - 1]) : null;
+}
+
 document.addEventListener("keydown", (e) => {
-  if (e.key === "Escape" && state.busy && !ui.viewer.open) state.controller?.abort();
+  const mod = e.ctrlKey || e.metaKey;
+  const key = e.key.toLowerCase();
+  if (e.key === "Escape" && state.busy && !ui.viewer.open) {
+    state.controller?.abort(); // stop the answer
+  } else if (mod && !e.shiftKey && key === "k") {
+    e.preventDefault();
+    ui.search.focus();
+    ui.search.select();
+  } else if (mod && e.shiftKey && key === "o") {
+    e.preventDefault();
+    newChat();
+  } else if (mod && e.shiftKey && key === "c" && !typing(e.target)) {
+    const msg = lastAnswer();
+    if (msg && msg.text.trim()) {
+      e.preventDefault();
+      const button = msg.root.querySelector(".action.copy");
+      if (button) copyAnswer(msg, button);
+    }
+  } else if (e.key === "/" && !mod && !typing(e.target) && !ui.viewer.open) {
+    e.preventDefault();
+    ui.question.focus();
+  }
 });
 
 // --- theme: follows prefers-color-scheme until the toggle picks light or dark ------------
