@@ -328,3 +328,17 @@ def test_attach_upload_approve_or_reject_and_result_cards(page, server, tmp_path
         "governed by the laws of the State of New York")
     page.keyboard.press("Escape")
     screenshot(page, "chat-attach-scan.png")
+
+    # reopened: the decisions as made (no stale "Waiting for approval"), the flags rebuilt
+    page.reload()
+    page.locator(".chat-link").first.click()
+    answers = page.locator(".message.assistant .answer")
+    expect(answers.filter(has_text="Waiting for approval")).to_have_count(0)
+    expect(answers.filter(has_text="Rejected: scan of services-agreement.txt.")).to_have_count(1)
+    expect(answers.filter(has_text="Approved: scan of services-agreement.txt.")).to_have_count(1)
+    expect(page.locator(".approval")).to_have_count(0)
+    reopened = page.locator(".message.assistant").filter(has_text="Scan finished")
+    expect(reopened.locator(".result-card.flag")).to_have_count(len(rules))
+    law = reopened.locator(".result-card.flag").filter(
+        has=page.locator("strong", has_text="Governing law"))
+    expect(law.locator(".badge").nth(1)).to_have_text("compliant")

@@ -196,6 +196,10 @@ async function openChat(id) {
     msg.progress.hidden = true;
     if (m.status === "error") msg.root.classList.add("failed");
     if (m.status === "interrupted") addNote(msg, "This answer was stopped before it was complete.");
+    const results = (m.metrics && m.metrics.tool_results) || {};  // cards, rebuilt
+    if (results.ingest && results.ingest.files) fileCards(msg, results.ingest.files);
+    if (results.scan && results.scan.result) flagCards(msg, results.scan.result);
+    if (results.scan && results.scan.error) addNote(msg, results.scan.error, "warning");
     if (m.status !== "pending") addActions(msg);
     if (msg.sources.length) last = msg;
   }
