@@ -295,6 +295,11 @@ def test_attach_upload_approve_or_reject_and_result_cards(page, server, tmp_path
         "services-agreement.txt is in the collection now.")
     expect(page.locator("#health")).to_have_text("3 documents · quoted answers (no LLM)")
 
+    # the choice: a contract may be checked against the playbook
+    choices = upload.get_by_role("group", name="What next with services-agreement.txt?")
+    expect(choices.get_by_role("button", name="Ask about it")).to_be_focused()
+    choices.get_by_role("button", name="Check it against the playbook").click()
+
     # the approval prompt (interrupt); rejecting runs nothing
     turn = page.locator(".message.assistant").nth(1)
     prompt = turn.locator(".approval")
@@ -312,6 +317,7 @@ def test_attach_upload_approve_or_reject_and_result_cards(page, server, tmp_path
     page.set_input_files("#file", str(contract))
     again = page.locator(".message.assistant").nth(2)
     expect(again.locator(".result-card.file .badge")).to_have_text("unchanged", timeout=LONG)
+    again.get_by_role("button", name="Check it against the playbook").click()
     turn = page.locator(".message.assistant").nth(3)
     turn.locator(".approval").get_by_role("button", name="Approve").click(timeout=LONG)
     expect(turn).to_have_attribute("data-state", "done", timeout=120_000)
@@ -342,3 +348,47 @@ def test_attach_upload_approve_or_reject_and_result_cards(page, server, tmp_path
     law = reopened.locator(".result-card.flag").filter(
         has=page.locator("strong", has_text="Governing law"))
     expect(law.locator(".badge").nth(1)).to_have_text("compliant")
+
+
+ONBOARDING = """# Welcome aboard
+
+On your first day you receive a laptop and a badge at the front desk. Your manager introduces
+you to the team before lunch. The team parties on Fridays are optional.
+"""
+
+
+def test_attach_a_note_offers_no_scan_and_ask_about_it_searches_only_it(page, server,
+                                                                          tmp_path):
+    note = tmp_path / "onboarding.md"
+    note.write_text(ONBOARDING, encoding="utf-8")
+    page.goto(server.url + "/")
+    expect(page.locator("#health")).to_have_text("2 documents · quoted answers (no LLM)")
+    page.set_input_files("#file", str(note))
+    upload = page.locator(".message.assistant").first
+    expect(upload).to_have_attribute("data-state", "done", timeout=LONG)
+    choices = upload.get_by_role("group", name="What next with onboarding.md?")
+    expect(choices.get_by_role("button")).to_have_text(["Ask about it", "Just keep it indexed"])
+    expect(choices).to_contain_text(
+        "It does not read like a contract, so no playbook check is offered.")
+    with httpx.Client(base_url=server.url) as c:
+        docs = {d["path"].rsplit("/", 1)[-1]: d["id"] for d in c.get("/api/documents").json()[
+            "data"]}
+        fit = c.get(f"/api/scan/fit/{docs['onboarding.md']}").json()
+        assert fit["contract"] is False
+        assert c.get("/api/scan/fit/nope").status_code == 404
+    expect(page.locator(".message")).to_have_count(2)  # nothing was asked on its own
+
+    # ask about it: the next questions search only that file, until the chip's x
+    choices.get_by_role("button", name="Ask about it").click()
+    expect(page.locator("#scope")).to_have_text(re.compile("^Asking about onboarding.md"))
+    expect(page.locator("#question")).to_be_focused()
+    msg = ask(page, "When do I get my laptop and badge?")
+    expect(msg).to_have_attribute("data-state", "done", timeout=LONG)
+    files = page.locator("#source-cards .card .file")
+    expect(files.first).to_have_text("onboarding.md")
+    assert set(files.all_text_contents()) == {"onboarding.md"}
+    page.get_by_role("button", name="Stop asking only about onboarding.md").click()
+    expect(page.locator("#scope")).to_be_hidden()
+    msg = ask(page, QUESTION)
+    expect(msg).to_have_attribute("data-state", "done", timeout=LONG)
+    expect(page.locator("#source-cards .card .file").first).to_have_text("warranty.md")

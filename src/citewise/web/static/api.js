@@ -131,6 +131,8 @@ export class Api {
     return this.json(`/api/sources/${encodeURIComponent(chunkId)}${q}`);
   }
   documents() { return this.json("/api/documents"); }
+  /** {contract, cues}: whether a playbook check suits the document. */
+  scanFit(documentId) { return this.json(`/api/scan/fit/${encodeURIComponent(documentId)}`); }
 
   upload(file) {
     const form = new FormData();

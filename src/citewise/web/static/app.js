@@ -19,7 +19,8 @@ const ui = {
   viewer: $("viewer"), viewerTitle: $("viewer-title"), viewerWhere: $("viewer-where"),
   viewerText: $("viewer-text"), adminKey: $("admin-key"), search: $("chat-search"),
   rename: $("rename"), theme: $("theme"), exportFeedback: $("export-feedback"), jump: $("jump"),
-  sourcesNote: $("sources-note"),
+  sourcesNote: $("sources-note"), scope: $("scope"), scopeName: $("scope-name"),
+  scopeClear: $("scope-clear"),
 };
 
 // follow: keep the newest text in view while it streams (off once the reader scrolls up)
@@ -157,6 +158,7 @@ function startRename() {
 function newChat() {
   if (state.busy) state.controller?.abort();
   state.chatId = null;
+  setScope(null);
   resetView("New chat");
   ui.messages.append(ui.intro);
   clearError();
@@ -756,8 +758,10 @@ async function ask(query, extra = {}) {
   const turn = addUserMessage(query);
   const msg = addAssistantMessage(turn);
   if (!state.chatId) ui.title.textContent = query;
+  const scoped = state.scope && !extra.attachment
+    ? { filters: { document_ids: [state.scope.id] } } : {};
   await runTurn(msg, (onEvent, signal) => api.stream(
-    { query, conversation_id: state.chatId, ...extra }, onEvent, signal));
+    { query, conversation_id: state.chatId, ...scoped, ...extra }, onEvent, signal));
 }
 
 // --- attachments ------------------------------------------------------------------------
@@ -790,7 +794,58 @@ async function attach(file) {
     setBusy(false);
     checkHealth();
   }
-  if (documentId) await ask(`Check ${file.name} against the contract playbook`, { attachment: documentId });
+  if (documentId) await offerChoices(msg, file.name, documentId);
+}
+
+/** After an upload: the reader chooses what happens to the file. The playbook check is
+ * offered only for a document the server finds contract-like. */
+async function offerChoices(msg, name, documentId) {
+  let fit = { contract: false };
+  try {
+    fit = await api.scanFit(documentId);
+  } catch { /* no check offered */ }
+  const box = el("div", "choices");
+  box.setAttribute("role", "group");
+  box.setAttribute("aria-label", `What next with ${name}?`);
+  box.append(el("p", "", `What next with ${name}?`));
+  const choose = (note) => {
+    for (const b of box.querySelectorAll("button")) b.disabled = true;
+    box.classList.add("decided");
+    box.append(el("p", "muted", note));
+  };
+  const button = (label, onClick, primary = false) => {
+    const b = el("button", primary ? "primary" : "", label);
+    b.type = "button";
+    b.addEventListener("click", onClick);
+    box.append(b);
+    return b;
+  };
+  const first = button("Ask about it", () => {
+    choose(`Your next questions search only ${name}.`);
+    setScope({ id: documentId, name });
+    ui.question.focus();
+  }, true);
+  if (fit.contract) {
+    button("Check it against the playbook", () => {
+      choose("Checking it against the contract playbook.");
+      ask(`Check ${name} against the contract playbook`, { attachment: documentId });
+    });
+  }
+  button("Just keep it indexed", () => choose("It stays in the collection."));
+  if (!fit.contract) {
+    box.append(el("p", "muted", "It does not read like a contract, so no playbook check is offered."));
+  }
+  msg.extra.append(box);
+  first.focus();
+}
+
+/** Questions search only one document until the chip's × is pressed (or a new chat). */
+function setScope(scope) {
+  state.scope = scope;
+  ui.scope.hidden = !scope;
+  if (!scope) return;
+  ui.scopeName.textContent = `Asking about ${scope.name}`;
+  ui.scopeClear.setAttribute("aria-label", `Stop asking only about ${scope.name}`);
 }
 
 // --- sources and the viewer -------------------------------------------------------------
@@ -961,6 +1016,7 @@ ui.question.addEventListener("keydown", (e) => {
 ui.stop.addEventListener("click", () => state.controller?.abort());
 $("new-chat").addEventListener("click", newChat);
 ui.rename.addEventListener("click", startRename);
+ui.scopeClear.addEventListener("click", () => { setScope(null); ui.question.focus(); });
 ui.jump.addEventListener("click", () => {
   state.follow = true;
   ui.jump.hidden = true;
