@@ -207,6 +207,8 @@ class SourceDetail(BaseModel):
         "char_start/char_end: the supporting sentence) starts in source_text; null when not "
         "asked or not inside the cited part.")
     focus_end: int | None = Field(None, description="Where that span ends in source_text.")
+    format: str = Field("", description="The document's format (pdf: its pages can be shown "
+                        "as images, /api/sources/{chunk_id}/page/{n}.png).")
 
 
 class DocumentPublic(BaseModel):

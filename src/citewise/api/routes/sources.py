@@ -6,17 +6,26 @@ keep. :func:`cited_span` finds the cited part inside ``source_text`` so a viewer
 highlight it: where the chunk's first line occurs, for ``char_end - char_start`` characters.
 A citation narrowed to the sentence(s) that support an answer carries that narrower span (in
 the same document offsets); :func:`focus_span` places it in ``source_text`` too, so the viewer
-can mark the sentence inside the passage.
+can mark the sentence inside the passage. For a PDF the viewer can also show the cited page
+itself: ``/page/{n}.png`` renders it and ``/page/{n}`` gives the boxes of the cited part (or
+the asked span) on it (:mod:`citewise.api.pdf_pages`).
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+from pathlib import Path as FilePath
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import Response
 
+from citewise.api.auth import Reader
 from citewise.api.deps import EngineDep, ReaderDep
+from citewise.api.pdf_pages import render_png as _render_png
+from citewise.api.pdf_pages import text_boxes
 from citewise.api.schemas import SourceDetail
+from citewise.engine import Engine
 from citewise.errors import NotFoundError
 
 router = APIRouter(prefix="/api/sources", tags=["sources"])
@@ -76,4 +85,59 @@ def get_source(chunk_id: Annotated[str, Path(max_length=128)], engine: EngineDep
         line_end=chunk.line_end, section=list(chunk.section), symbol=chunk.symbol,
         span_start=span[0] if span else None, span_end=span[1] if span else None,
         focus_start=focus[0] if focus else None, focus_end=focus[1] if focus else None,
+        format=doc.format,
     )
+
+
+ChunkId = Annotated[str, Path(max_length=128)]
+PageNo = Annotated[int, Path(ge=1, le=100_000, description="1-based page of the document.")]
+_PAGE_ERRORS: dict[int | str, dict[str, Any]] = {
+    404: {"description": "unknown chunk, not a PDF, or a page the chunk is not on"},
+    422: {"description": "the PDF cannot be opened any more"}}
+
+
+def _pdf_page(chunk_id: str, page: int, engine: Engine, reader: Reader) -> tuple[Any, Any]:
+    found = engine.store.get_chunks([chunk_id]).get(chunk_id)
+    if found is None or not reader.may_read(found[1].collection):
+        raise NotFoundError(f"no source chunk with id {chunk_id!r}")
+    chunk, doc = found
+    first = chunk.page or 0
+    if doc.format != "pdf" or not first <= page <= (chunk.page_end or first):
+        raise NotFoundError(f"chunk {chunk_id!r} is not on page {page} of a PDF")
+    if not FilePath(doc.source_path).is_file():
+        raise NotFoundError(f"{doc.path} is no longer on disk")
+    return chunk, doc
+
+
+@router.get("/{chunk_id}/page/{page}.png", response_class=Response, responses={
+    **_PAGE_ERRORS, 200: {"content": {"image/png": {}}}})
+async def page_image(chunk_id: ChunkId, page: PageNo, engine: EngineDep,
+                     reader: ReaderDep) -> Response:
+    """Page ``page`` of the cited PDF as a PNG image (a page the chunk is on)."""
+    _, doc = _pdf_page(chunk_id, page, engine, reader)
+    png = await run_in_threadpool(_render_png, doc.source_path, page)
+    return Response(png, media_type="image/png", headers={"Cache-Control": "private, max-age=300"})
+
+
+@router.get("/{chunk_id}/page/{page}", responses=_PAGE_ERRORS)
+async def page_boxes(chunk_id: ChunkId, page: PageNo, engine: EngineDep, reader: ReaderDep,
+                     start: Annotated[int | None, Query(ge=0, le=2**62)] = None,
+                     end: Annotated[int | None, Query(ge=0, le=2**62)] = None,
+                     ) -> dict[str, Any]:
+    """Where the cited part (with ``start``/``end``, a citation's span: its sentence) is on
+    page ``page``: ``{"page", "pages", "width", "height", "boxes": [[left, top, right,
+    bottom]], "matched"}``, boxes as fractions of the page from its top left; no boxes when
+    the text is not found on that page."""
+    chunk, doc = _pdf_page(chunk_id, page, engine, reader)
+    span = cited_span(chunk.source_text, chunk.text, chunk.char_end - chunk.char_start)
+    focus = focus_span(span, chunk.char_start, start, end)
+    if focus is not None:
+        text = chunk.source_text[focus[0]:focus[1]]
+    elif span is not None:
+        text = chunk.source_text[span[0]:span[1]]
+    else:
+        text = chunk.text
+    found = await run_in_threadpool(text_boxes, doc.source_path, page, text)
+    return {"page": found.page, "pages": found.pages, "width": found.width,
+            "height": found.height, "boxes": [list(b) for b in found.boxes],
+            "matched": found.matched}

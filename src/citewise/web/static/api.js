@@ -130,6 +130,15 @@ export class Api {
       ? `?start=${span.char_start}&end=${span.char_end}` : "";
     return this.json(`/api/sources/${encodeURIComponent(chunkId)}${q}`);
   }
+  /** Where a cited part (a citation's span: its sentence) is on page `page` of a PDF. */
+  pageBoxes(chunkId, page, span = null) {
+    const q = span && Number.isInteger(span.char_start) && Number.isInteger(span.char_end)
+      ? `?start=${span.char_start}&end=${span.char_end}` : "";
+    return this.json(`/api/sources/${encodeURIComponent(chunkId)}/page/${page}${q}`);
+  }
+  pageImage(chunkId, page) {
+    return `${this.base}/api/sources/${encodeURIComponent(chunkId)}/page/${page}.png`;
+  }
   documents() { return this.json("/api/documents"); }
   /** {contract, cues}: whether a playbook check suits the document. */
   scanFit(documentId) { return this.json(`/api/scan/fit/${encodeURIComponent(documentId)}`); }

@@ -17,7 +17,7 @@ const ui = {
   chatList: $("chat-list"), chatListEmpty: $("chat-list-empty"), title: $("chat-title"),
   cards: $("source-cards"), sourcesEmpty: $("sources-empty"), health: $("health"),
   viewer: $("viewer"), viewerTitle: $("viewer-title"), viewerWhere: $("viewer-where"),
-  viewerText: $("viewer-text"), adminKey: $("admin-key"), search: $("chat-search"),
+  viewerText: $("viewer-text"), viewerPage: $("viewer-page"), adminKey: $("admin-key"), search: $("chat-search"),
   rename: $("rename"), theme: $("theme"), exportFeedback: $("export-feedback"), jump: $("jump"),
   sourcesNote: $("sources-note"), scope: $("scope"), scopeName: $("scope-name"),
   scopeClear: $("scope-clear"),
@@ -994,8 +994,47 @@ async function openSource(s) {
   } else {
     ui.viewerText.append(text);
   }
+  ui.viewerPage.hidden = true;
+  ui.viewerPage.replaceChildren();
   if (!ui.viewer.open) ui.viewer.showModal();
   mark?.scrollIntoView({ block: "center" });
+  if (d.format === "pdf" && (s.page || d.page)) await showPage(d, s.page || d.page, s.n ? s : null);
+}
+
+/** A PDF's cited page as the file prints it, with the cited sentence's boxes over it. */
+async function showPage(d, page, span) {
+  const figure = el("figure", "pdf-page");
+  const img = el("img");
+  img.src = api.pageImage(d.chunk_id, page);
+  img.alt = `Page ${page} of ${basename(d.path)}`;
+  const layer = el("div", "pdf-boxes");
+  const sheet = el("div", "pdf-sheet");
+  sheet.append(img, layer);
+  figure.append(sheet, el("figcaption", "muted", `Page ${page}`));
+  ui.viewerPage.replaceChildren(figure);
+  ui.viewerPage.hidden = false;
+  let found;
+  try {
+    found = await api.pageBoxes(d.chunk_id, page, span);
+  } catch {
+    return; // the page shows without a highlight
+  }
+  for (const [left, top, right, bottom] of found.boxes) {
+    const box = el("span", "pdf-box");
+    Object.assign(box.style, { left: `${left * 100}%`, top: `${top * 100}%`,
+      width: `${(right - left) * 100}%`, height: `${(bottom - top) * 100}%` });
+    layer.append(box);
+  }
+  figure.querySelector("figcaption").textContent = found.boxes.length
+    ? `Page ${page} of ${found.pages}: the cited text is highlighted`
+    : `Page ${page} of ${found.pages}`;
+  const first = layer.firstElementChild;
+  if (first) {  // the page scrolls in its own box, to the highlight
+    const scroll = () => {
+      ui.viewerPage.scrollTop = first.offsetTop - ui.viewerPage.clientHeight / 2;
+    };
+    if (img.complete) scroll(); else img.addEventListener("load", scroll, { once: true });
+  }
 }
 
 // --- wiring -----------------------------------------------------------------------------
