@@ -33,6 +33,8 @@ def test_copy_feedback_and_its_export_as_training_jsonl(page, server, tmp_path):
     page.goto(server.url + "/")
     msg = ask(page, QUESTION)
     expect(msg).to_have_attribute("data-state", "done", timeout=LONG)
+    # the sources get their thumbs once the answer is saved, without touching the answer
+    expect(page.get_by_role("button", name="Source 1 is relevant")).to_be_visible()
     detail = saved_chat(server)
     answer = detail["messages"][1]
     sources = answer["sources"]
@@ -142,6 +144,22 @@ def test_regenerate_and_edit_and_resend_replace_the_turn(page, server):
     page.get_by_label("Edited question (Enter sends, Escape cancels)").press("Escape")
     expect(page.locator(".message.user > p")).to_have_text(["When are salaries paid?"])
     expect(page.locator(".edit-form")).to_have_count(0)
+
+    # a refused question saved nothing: editing it sends the new one after the kept turn
+    refused = ask(page, "\u200b\u200b")
+    expect(refused).to_have_attribute("data-state", "error")
+    page.locator(".message.user").last.get_by_role(
+        "button", name="Edit this question and send it again").click()
+    box = page.get_by_label("Edited question (Enter sends, Escape cancels)")
+    box.fill("And the batteries?")
+    box.press("Enter")
+    expect(page.locator(".message.user > p")).to_have_text(
+        ["When are salaries paid?", "And the batteries?"])
+    expect(page.locator(".message.assistant").last).to_have_attribute("data-state", "done",
+                                                                     timeout=LONG)
+    fourth = saved_chat(server)
+    assert [m["content"] for m in fourth["messages"] if m["role"] == "user"] == [
+        "When are salaries paid?", "And the batteries?"]
 
 
 def test_rename_and_search_chats(page, server):

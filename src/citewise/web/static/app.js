@@ -24,7 +24,9 @@ const ui = {
 };
 
 // follow: keep the newest text in view while it streams (off once the reader scrolls up)
-const state = { chatId: null, busy: false, controller: null, shown: null, follow: true };
+// lastId: the newest saved message id the page has shown (the stream does not carry ids)
+const state = { chatId: null, busy: false, controller: null, shown: null, follow: true,
+  lastId: 0 };
 
 function el(tag, className, text) {
   const node = document.createElement(tag);
@@ -158,6 +160,7 @@ function startRename() {
 function newChat() {
   if (state.busy) state.controller?.abort();
   state.chatId = null;
+  state.lastId = 0;
   setScope(null);
   resetView("New chat");
   ui.messages.append(ui.intro);
@@ -177,6 +180,7 @@ async function openChat(id) {
     return;
   }
   state.chatId = chat.id;
+  state.lastId = Math.max(0, ...chat.messages.map((m) => m.id));
   resetView(chat.title || "Untitled chat");
   let last = null;
   let question = null;
@@ -549,6 +553,7 @@ async function runTurn(msg, start) {
     ui.rename.hidden = !state.chatId;
     await learnIds(msg);
     if (msg.root.dataset.state !== "waiting") addActions(msg);
+    if (state.shown === msg && msg.serverId !== null) showSources(msg); // with their thumbs
     await loadChats();
     checkHealth();
   }
@@ -564,11 +569,14 @@ async function learnIds(msg) {
   } catch {
     return;
   }
-  const last = (role) => [...chat.messages].reverse().find((m) => m.role === role);
+  // only messages newer than those the page knows: a refused question saves none
+  const fresh = chat.messages.filter((m) => m.id > state.lastId);
+  const last = (role) => [...fresh].reverse().find((m) => m.role === role);
   const answer = last("assistant");
   const question = last("user");
   if (answer) msg.serverId = answer.id;
   if (question && msg.question && msg.question.serverId === null) msg.question.serverId = question.id;
+  state.lastId = Math.max(state.lastId, ...chat.messages.map((m) => m.id));
 }
 
 // --- actions on answers: copy, regenerate, feedback ----------------------------------------
@@ -703,6 +711,7 @@ async function resend(turn, text) {
   if (turn.serverId !== null && state.chatId) {
     try {
       await api.truncate(state.chatId, turn.serverId);
+      state.lastId = turn.serverId - 1; // the database may give the new turn the same ids
     } catch (err) {
       showError(messageOf(err));
       return;
