@@ -277,11 +277,15 @@ def test_widget_renders_safe_markdown_and_stops(new_page, make_app, docs_dir, st
             assert ui.evaluate("window.pwned") is None
 
             # Stop: a slow answer stops where it is; the server keeps the part as interrupted
-            llm.interval = 0.25
+            llm.interval, llm.delay = 0.25, 3.0
             llm.pieces = ["The laptop warranty lasts 24 months [1]. "] + ["More words. "] * 200
             field.fill(QUESTION)
             field.press("Enter")
             bot = widget.locator(".msg.bot").last
+            # before the first word: what the server is doing, in its words
+            expect(bot.locator(".progress")).to_have_text(
+                "Writing the answer with llamacpp (scripted)…", timeout=LONG)
+            expect(bot).to_have_attribute("data-stage", "generate")
             stop = widget.get_by_role("button", name="Stop")
             expect(bot).to_contain_text("24 months", timeout=LONG)
             expect(widget.locator("form .send")).to_be_hidden()

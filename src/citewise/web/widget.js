@@ -79,6 +79,7 @@
     ".msg h3,.msg h4,.msg h5,.msg h6{margin:4px 0;font-size:14px}",
     ".msg a{color:#0b57d0}",
     ".bot .note{margin:6px 0 0;font-size:12px;color:#57606a}",
+    ".bot .progress{margin:0;color:#57606a;font-size:13px}",
     ".user{align-self:flex-end;background:#e8f0fe}",
     ".bot{align-self:flex-start;background:#f6f7f9;border:1px solid #d0d7de}",
     ".bot.error{border-color:#b3261e;color:#b3261e}",
@@ -410,6 +411,11 @@
         } else if (type === "status" && d.stage === "fallback") {
           text = "";  // the text so far is withdrawn; the fallback answer follows
           render(bot, text, null);
+        } else if (type === "status" && !text && d.message) {
+          // what the server is doing, until the first word
+          var line = el("p", "progress", d.message.charAt(0).toUpperCase() + d.message.slice(1) + "…");
+          bot.replaceChildren(line);
+          bot.dataset.stage = d.stage || "";
         } else if (type === "done") {
           ended = true;
           keepChat(d.conversation_id || conversation);
