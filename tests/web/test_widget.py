@@ -265,6 +265,13 @@ def test_widget_renders_safe_markdown_and_stops(new_page, make_app, docs_dir, st
             assert page.evaluate("window.pwned") is None
             expect(bot.locator("a.cite").first).to_have_text("[1]")
             screenshot(page, "widget-markdown.png")
+            # a visitor whose system is dark gets a dark panel
+            assert style(bot, "background-color") == "rgb(246, 247, 249)"
+            page.emulate_media(color_scheme="dark")
+            assert style(bot, "background-color") == "rgb(15, 18, 22)"
+            assert style(bot.locator("p").first, "color") == "rgb(230, 233, 237)"
+            screenshot(page, "widget-dark.png")
+            page.emulate_media(color_scheme="light")
 
             # the chat page renders the same text the same way
             ui = new_page()

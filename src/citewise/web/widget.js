@@ -96,6 +96,13 @@
     "input:disabled,form button:disabled{opacity:.55;cursor:not-allowed}",
     ".sr{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}",
     "@media (max-width:600px){.panel{left:0!important;top:0!important;width:100vw;height:100vh;max-height:none;border-radius:0}}",
+    // dark when the visitor's system is (the page's own colours are not reachable from here)
+    "@media (prefers-color-scheme:dark){:host{color:#e6e9ed}",
+    ".panel{background:#181c22;border-color:#343b45}.status{background:#0f1216;color:#a3adb8;border-color:#343b45}",
+    ".user{background:#1d2a3f}.bot{background:#0f1216;border-color:#343b45}",
+    ".msg pre,.msg code{background:#232830}.msg a,.cite,.sources a{color:#8ab4f8}",
+    "form{border-color:#343b45}input{background:#0f1216;border-color:#343b45}",
+    ".status[data-state=down],.status[data-state=cors]{color:#ffb4ab;background:#3d1714}}",
   ].join("");
 
   var host = document.createElement("citewise-widget");
