@@ -26,12 +26,16 @@ from citewise.config import Settings
 from citewise.types import Answer, DoneEvent, Event, Evidence, StatusEvent, TokenEvent
 
 QUESTION = "How long is the warranty on the Model K2 kettle?"
+#: the warranty sentence carries the document's own reference mark "[7]", which an answer
+#: must not pass on as a citation (only 1..n passages are given)
 KETTLE = ("# Model K2 kettle\n\nThe Model K2 kettle is covered by a warranty of 24 months from "
-          "the date of purchase. Keep the receipt as proof of purchase.\n\n## Care\n\nDescale "
-          "the kettle every four weeks with citric acid. Never immerse the base in water.\n")
+          "the date of purchase [7]. Keep the receipt as proof of purchase.\n\n## Care\n\n"
+          "Descale the kettle every four weeks with citric acid. Never immerse the base in "
+          "water.\n")
 TOASTER = ("# Toaster T1\n\nThe T1 toaster has six browning levels and a crumb tray that slides "
            "out from the back.\n")
-MARKER = re.compile(r"\[(\d+)\]")
+MARKER = re.compile(r"\[\s*(\d+)\s*\]")
+FENCE = re.compile(r"```.*?```", re.DOTALL)  # code quoted as code: its brackets are code
 
 MakeAnswerer = Callable[[str, Sequence[Evidence], "ChatProvider | None"], Answerer]
 
@@ -59,7 +63,7 @@ def check_events(events: Sequence[Event]) -> Answer:
 
 def check_citations(answer: Answer, evidence: Sequence[Evidence]) -> None:
     """``[n]`` markers name given passages and are cited; a not-found answer cites nothing."""
-    markers = {int(n) for n in MARKER.findall(answer.text)}
+    markers = {int(n) for n in MARKER.findall(FENCE.sub("", answer.text))}
     if not answer.found:
         assert answer.citations == () and answer.cited == () and not markers, answer
         return
