@@ -40,6 +40,8 @@ def _quote(sentence: str, evidence: Evidence) -> str:
     n = evidence.citation.n
     if "\n" in sentence:  # a code window keeps its lines
         return f"\n```\n{sentence}\n```\n[{n}]"
+    if _is_code(evidence):  # one line of code: "items[2]" is code, not a citation
+        return f"{sentence} [{n}]"
     # the document's own reference marks ("... of purchase [7].") would read as citations of
     # passages that were not given (or of the wrong one): only the quote's own [n] remains
     return f"{_MARKER.sub('', sentence).strip()} [{n}]"
