@@ -11,6 +11,7 @@ are returned best first, each followed by its citation number ``[n]``. Table row
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator, Sequence
 
@@ -31,11 +32,19 @@ def _candidates(evidence: Evidence) -> list[str]:
     return [c.text for c in candidates(evidence, 0)]
 
 
+#: a bracketed number (list or range) as answers cite, not a Markdown link "[1](url)"
+_MARKER = re.compile(r"[ \t]*\[\s*\d{1,3}(?:\s*(?:,|;|-|–)\s*\d{1,3})*\s*\](?!\()")
+
+
 def _quote(sentence: str, evidence: Evidence) -> str:
     n = evidence.citation.n
     if "\n" in sentence:  # a code window keeps its lines
         return f"\n```\n{sentence}\n```\n[{n}]"
-    return f"{sentence} [{n}]"
+    if _is_code(evidence):  # one line of code: "items[2]" is code, not a citation
+        return f"{sentence} [{n}]"
+    # the document's own reference marks ("... of purchase [7].") would read as citations of
+    # passages that were not given (or of the wrong one): only the quote's own [n] remains
+    return f"{_MARKER.sub('', sentence).strip()} [{n}]"
 
 
 class ExtractiveAnswerer:

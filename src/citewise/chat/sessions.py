@@ -190,7 +190,15 @@ def migrate(engine: SAEngine) -> None:
         run_migrations(conn, schema.MIGRATIONS, schema.VersionTable())
 
 
+def _fold(text: str | None) -> str | None:
+    return None if text is None else text.casefold()
+
+
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    # SQLite's lower() folds ASCII letters only, so the chat search (ILIKE, which SQLite
+    # runs as lower(x) LIKE lower(y)) missed "École" for "école": Python's case folding
+    # replaces it on these connections
+    dbapi_conn.create_function("lower", 1, _fold, deterministic=True)
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA foreign_keys=ON")
     cur.execute("PRAGMA journal_mode=WAL")
@@ -239,7 +247,8 @@ class SessionStore:
     def list_chats(self, *, limit: int = 50, offset: int = 0, q: str | None = None,
                    owner: str | None = None) -> tuple[list[ChatInfo], int]:
         """Chats, most recently updated first, and the total that match ``q`` (a
-        case-insensitive substring of the title)."""
+        case-insensitive substring of the title: Unicode case folding on SQLite; on
+        PostgreSQL ILIKE, which folds by the database's LC_CTYPE, ASCII only under C)."""
         counts = (select(MessageRow.chat_id, func.count().label("n"))
                   .group_by(MessageRow.chat_id).subquery())
         where: list[ColumnElement[bool]] = (
