@@ -17,6 +17,9 @@ class TestSQLiteStore(StoreSuite):
         yield s
         s.close()
 
+    def opener(self, store) -> str:
+        return f"SQLiteStore({str(store.path)!r})"
+
     def test_optional_capabilities(self, store):
         assert isinstance(store, SelfChecking) and store.check() == []
         assert isinstance(store, FileBacked) and store.path.name == "index.sqlite3"

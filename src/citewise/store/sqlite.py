@@ -45,6 +45,7 @@ import numpy as np
 from citewise.errors import IndexChangedError, IndexError_
 from citewise.store.base import Filters, IndexInfo, nested_read_transaction
 from citewise.store.bm25 import BM25_B, BM25_K1, bm25_scores
+from citewise.store.bm25_index import BM25Index, query_counts
 from citewise.store.migrations import named, run_migrations
 from citewise.store.sql import (
     BINDING_KEYS,
@@ -233,12 +234,17 @@ class SQLiteStore(SQLStore):
     META_TABLE = "meta"
     KEY = "rowid"
 
-    def __init__(self, path: str | Path, busy_timeout_s: float = 60.0) -> None:
+    def __init__(self, path: str | Path, busy_timeout_s: float = 60.0, *,
+                 bm25_index: bool = True) -> None:
         self.path = Path(path)
         self._busy_timeout_s = busy_timeout_s
+        #: BM25 through the in-memory :class:`~citewise.store.bm25_index.BM25Index` (exact
+        #: over every chunk holding a query term); False: FTS5 candidates re-scored in SQL
+        self.bm25_index = bm25_index
         self._local = threading.local()
         self._lock = threading.Lock()
         self._matrix: _Matrix | None = None
+        self._bm25: BM25Index | None = None
         self._stats: tuple[int, int, float] | None = None  # generation, N, avgdl
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -633,13 +639,61 @@ class SQLiteStore(SQLStore):
             df[term] = int(row[0]) if row else 0
         return n_docs, df
 
+    def _load_bm25_index(self) -> BM25Index:
+        """The BM25 index of the committed state this thread reads: the kept one when its
+        generation is the one read now, else one built from the ``chunks`` rows of that
+        state (kept when it is newer than the kept one, so a thread in an older snapshot
+        never replaces a newer index). Call it inside :meth:`snapshot`."""
+        generation = self.generation()
+        index = self._bm25
+        if index is not None and index.generation == generation:
+            return index
+        with self._lock:
+            index = self._bm25
+            if index is not None and index.generation == generation:
+                return index
+            rows = self.db.execute("SELECT rowid, terms, n_terms FROM chunks ORDER BY rowid")
+            built = BM25Index.build(generation, rows)
+            if index is None or index.generation < generation:
+                self._bm25 = built
+            return built
+
     def sparse_search(
         self, terms: Sequence[str], k: int, filters: Filters | None = None,
         candidates: int | None = None,
     ) -> list[Hit]:
-        """See :meth:`Store.sparse_search`. FTS5 ranks the matching chunks with its own BM25
-        and keeps ``candidates`` (default ``max(5 * k, 300)``), which are then scored exactly
-        by :func:`bm25_scores`."""
+        """See :meth:`Store.sparse_search`: hits with ``sparse`` the Lucene BM25 score (>= 0,
+        higher is better), at most ``k``, ties by insertion order.
+
+        By default (``bm25_index``) every chunk holding a query term is scored from the
+        in-memory :class:`~citewise.store.bm25_index.BM25Index` of the state read (built on
+        the first search after any committed write, by this process or another), filters
+        applied before the top ``k``. With ``candidates``, or ``bm25_index=False``, FTS5
+        ranks the matching chunks with its own BM25 and keeps ``candidates`` (default
+        ``max(5 * k, 300)``), which are then scored exactly by :func:`bm25_scores` (the same
+        scores; a chunk FTS5 ranks below the cut is missed). Raises ValueError for an
+        unknown filter key."""
+        if not self.bm25_index or candidates is not None:
+            return self._fts_sparse_search(terms, k, filters, candidates)
+        query_tf = query_counts(terms)
+        wanted = ChunkFilter.parse(filters)
+        if not query_tf or k <= 0 or (wanted is not None and wanted.matches_nothing):
+            return []
+        with self.snapshot():  # the generation, the filter and the hits from one state
+            index = self._load_bm25_index()
+            mask = None
+            if wanted is not None:
+                mask = index.cached_mask(wanted)
+                if mask is None:
+                    mask = index.cached_mask(wanted, self._filter_rowids(filters))
+            rowids, scores = index.top(query_tf, k, mask)
+            return self._hits_for_rowids(rowids, scores, "sparse")
+
+    def _fts_sparse_search(
+        self, terms: Sequence[str], k: int, filters: Filters | None = None,
+        candidates: int | None = None,
+    ) -> list[Hit]:
+        """BM25 through FTS5 candidates re-scored exactly (see :meth:`sparse_search`)."""
         query_tf = Counter(t for t in terms if t)
         if not query_tf or k <= 0:
             return []
