@@ -36,7 +36,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -195,8 +195,10 @@ class UserVersionLedger:
 @dataclass
 class _Matrix:
     generation: int
-    rowids: np.ndarray  # int64 (n,)
+    rowids: np.ndarray  # int64 (n,), ascending
     vectors: np.ndarray  # float32 (n, dim)
+    #: positions (int64, ascending) a filter lets through, by parsed filter (16 at most)
+    allowed: dict[ChunkFilter, np.ndarray] = field(default_factory=dict)
 
 
 _CHUNK_COLS = chunk_cols("rowid")
@@ -603,25 +605,57 @@ class SQLiteStore(SQLStore):
             if int(r) in ids
         ]
 
+    def _allowed_positions(self, matrix: _Matrix, wanted: ChunkFilter,
+                           filters: Filters | None) -> np.ndarray:
+        """Positions in ``matrix`` of the chunks ``wanted`` lets through, int64 ascending
+        (cached on the matrix: one generation, so the same rows)."""
+        positions = matrix.allowed.get(wanted)
+        if positions is None:
+            allowed = self._filter_rowids(filters)
+            allowed = np.zeros(0, dtype=np.int64) if allowed is None else allowed
+            at = np.searchsorted(matrix.rowids, allowed)
+            inside = at < matrix.rowids.shape[0]
+            at, allowed = at[inside], allowed[inside]
+            positions = np.unique(at[matrix.rowids[at] == allowed])
+            if len(matrix.allowed) >= 16:
+                matrix.allowed.pop(next(iter(matrix.allowed)))
+            matrix.allowed[wanted] = positions
+        return positions
+
     def dense_search(self, vector: np.ndarray, k: int, filters: Filters | None = None) -> list[Hit]:
-        matrix = self._load_matrix()
-        if matrix.vectors.shape[0] == 0 or k <= 0:
-            return []
-        query = np.asarray(vector, dtype=np.float32).reshape(-1)
-        if query.shape[0] != matrix.vectors.shape[1]:
-            raise ValueError(
-                f"query vector is {query.shape[0]}-d but the index holds "
-                f"{matrix.vectors.shape[1]}-d vectors"
-            )
-        scores = matrix.vectors @ query
-        allowed = self._filter_rowids(filters)
-        if allowed is not None:
-            scores = np.where(np.isin(matrix.rowids, allowed), scores, -np.inf)
-        k = min(k, scores.shape[0])
-        top = np.argpartition(-scores, k - 1)[:k]
-        top = top[np.argsort(-scores[top], kind="stable")]
-        top = top[np.isfinite(scores[top])]
-        return self._hits_for_rowids(matrix.rowids[top], scores[top], "dense")
+        """See :meth:`Store.dense_search`: exact cosine top ``k`` (float32 dot products with
+        every stored vector, or only with the vectors a filter lets through when that is
+        under a quarter of them), ties by ascending insertion order."""
+        wanted = ChunkFilter.parse(filters)
+        with self.snapshot():  # the matrix, the filter and the hits from one state
+            matrix = self._load_matrix()
+            n = matrix.vectors.shape[0]
+            if n == 0 or k <= 0 or (wanted is not None and wanted.matches_nothing):
+                return []
+            query = np.asarray(vector, dtype=np.float32).reshape(-1)
+            if query.shape[0] != matrix.vectors.shape[1]:
+                raise ValueError(
+                    f"query vector is {query.shape[0]}-d but the index holds "
+                    f"{matrix.vectors.shape[1]}-d vectors"
+                )
+            if wanted is None:
+                positions = None
+                scores = matrix.vectors @ query
+            else:
+                positions = self._allowed_positions(matrix, wanted, filters)
+                if positions.shape[0] * 4 < n:
+                    scores = matrix.vectors[positions] @ query
+                else:
+                    scores = (matrix.vectors @ query)[positions]
+            m = scores.shape[0]
+            if m == 0:
+                return []
+            k = min(k, m)
+            top = np.argpartition(scores, m - k)[m - k:]  # no negated copy of all scores
+            top = top[np.lexsort((top, -scores[top]))]
+            top = top[np.isfinite(scores[top])]
+            at = top if positions is None else positions[top]
+            return self._hits_for_rowids(matrix.rowids[at], scores[top], "dense")
 
     # --- sparse ---------------------------------------------------------------------------
     def _collection_stats(self) -> tuple[int, float]:
