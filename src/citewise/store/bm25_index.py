@@ -22,7 +22,9 @@ store rebuilds it when the generation it reads in the query's snapshot differs (
 
 from __future__ import annotations
 
+import itertools
 from array import array
+from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -56,7 +58,8 @@ class BM25Index:
     def build(cls, generation: int, rows: Iterable[tuple[int, str, int]]) -> BM25Index:
         """The index of ``rows``: ``(row key, analysed terms, n_terms)`` in ascending row-key
         order, the terms space-separated as the store keeps them."""
-        vocabulary: dict[str, int] = {}
+        numbering: defaultdict[str, int] = defaultdict(itertools.count().__next__)
+        number = numbering.__getitem__  # a new term gets the next number, in C
         rowids: list[int] = []
         lengths: list[int] = []
         token_ids = array("q")  # 8 bytes a token, not a Python list's pointer and int
@@ -64,8 +67,9 @@ class BM25Index:
         for rowid, terms, n_terms in rows:
             rowids.append(rowid)
             lengths.append(n_terms)
-            token_ids.extend([vocabulary.setdefault(t, len(vocabulary)) for t in terms.split()])
+            token_ids.extend(map(number, terms.split()))
             offsets.append(len(token_ids))
+        vocabulary = dict(numbering)
         n = len(rowids)
         ends: np.ndarray = np.frombuffer(offsets, dtype=np.int64)
         chunk_of = np.repeat(np.arange(n, dtype=np.int64), ends[1:] - ends[:-1])
