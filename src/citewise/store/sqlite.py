@@ -7,12 +7,16 @@ Design
   text (``terms``, space-separated tokens from :mod:`citewise.text.analysis`) and the
   embedding (``vector``, float32 little-endian bytes). Keeping the vector on the chunk row makes
   "a chunk without a vector" unrepresentable.
+* BM25 is answered from an in-memory postings index built from ``chunks.terms`` once per
+  generation (:mod:`citewise.store.bm25_index`): every chunk holding a query term is scored
+  with Lucene's BM25 (smoothed IDF, :func:`~citewise.store.bm25.bm25_scores`). It is derived
+  data, never written: the file stays the only source of truth, and the index is rebuilt on
+  the first search that reads a newer generation (after a write by any process).
 * ``chunks_fts``: an FTS5 index over ``chunks.terms`` (external content, kept in step by
-  triggers), used to find BM25 candidates; ``chunks_vocab`` (fts5vocab) gives document
-  frequencies. Candidates are re-scored with Lucene's BM25 (smoothed IDF, see
-  :func:`~citewise.store.bm25.bm25_scores`) because FTS5's built-in ``bm25()`` floors the
-  IDF of any term present in half of the chunks or more to ~0, which breaks small
-  collections (case C39).
+  triggers); ``chunks_vocab`` (fts5vocab) gives document frequencies. With
+  ``bm25_index=False`` it finds the BM25 candidates, re-scored with the same formula because
+  FTS5's built-in ``bm25()`` floors the IDF of any term present in half of the chunks or
+  more to ~0, which breaks small collections (case C39).
 * ``meta``: the schema version, the embedding model name and dimension, the version of the
   text analysis that made the BM25 terms (``analyzer``, see
   :data:`citewise.text.analysis.ANALYZER_VERSION`), and ``generation``, a counter bumped
@@ -23,7 +27,8 @@ Design
 Every document write is one ``BEGIN IMMEDIATE`` transaction, so a crash leaves the old or the
 new version, never a mix. WAL lets readers search while one writer ingests; writers wait up to
 ``busy_timeout`` for each other. Dense search is exact: the float32 matrix of all vectors is
-loaded once per generation and searched with one matrix-vector product.
+loaded once per generation and searched with one matrix-vector product (only the filter's
+rows when a filter keeps under a quarter of them).
 
 Migrations are named, ordered functions (``m001_initial``...) applied once each by
 :func:`citewise.store.migrations.run_migrations`; ``PRAGMA user_version`` counts those applied.
