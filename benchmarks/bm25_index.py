@@ -83,12 +83,12 @@ def main() -> None:
     n = args.chunks
     texts, terms, vecs = corpus(n, args.work)
     path = args.work / f"bm25-{n}.sqlite3"
-    store = SQLiteStore(path)
+    store = SQLiteStore(path, bm25_build="wait")
     if store.info().chunks != n:
         store.close()
         for suffix in ("", "-wal", "-shm"):
             Path(f"{path}{suffix}").unlink(missing_ok=True)
-        store = SQLiteStore(path)
+        store = SQLiteStore(path, bm25_build="wait")
         rate = ingest(store, texts, terms, vecs)
         note(f"ingested {n} chunks at {rate:,.0f} chunks/s")
     fts = SQLiteStore(path, bm25_index=False)

@@ -55,7 +55,7 @@ TEXTS = [f"{a} {b} report number {i} " + " ".join(["filler"] * (i % 7))
 def pair(tmp_path):
     """The same index file opened with the derived BM25 index and with the FTS5 path."""
     path = tmp_path / "index.sqlite3"
-    fast, fts = SQLiteStore(path), SQLiteStore(path, bm25_index=False)
+    fast, fts = SQLiteStore(path, bm25_build="wait"), SQLiteStore(path, bm25_index=False)
     yield fast, fts
     fast.close()
     fts.close()
@@ -199,6 +199,30 @@ def test_a_stale_index_is_never_served(pair, tmp_path):
     assert fast.sparse_search(tokenize("cormorant"), 5) == []
 
 
+def test_a_search_never_waits_for_a_background_build(tmp_path):
+    """With ``bm25_build="background"`` (the default) a search that finds no current index
+    answers from the FTS5 path at once and a thread builds the index; once it is ready the
+    index answers, with the same hits; a later write makes it stale again."""
+    path = tmp_path / "index.sqlite3"
+    store, fts = SQLiteStore(path), SQLiteStore(path, bm25_index=False)
+    fill(store, TEXTS)
+    assert not store.bm25_index_ready()
+    for q in QUERIES:
+        assert ranked(store.sparse_search(tokenize(q), 10)) == ranked(
+            fts.sparse_search(tokenize(q), 10))
+    assert store.bm25_index_ready(wait_s=60)
+    for q in QUERIES:
+        assert ranked(store.sparse_search(tokenize(q), 10)) == ranked(
+            fts.sparse_search(tokenize(q), 10, candidates=len(TEXTS)))
+    store.delete_document("doc0")
+    assert not store.bm25_index_ready()
+    assert {h.chunk_id for h in store.sparse_search(tokenize("report"), 100)} == {
+        f"t{i}" for i in range(10, len(TEXTS))}
+    assert store.bm25_index_ready(wait_s=60)
+    assert {h.chunk_id for h in store.sparse_search(tokenize("report"), 100)} == {
+        f"t{i}" for i in range(10, len(TEXTS))}
+
+
 def test_build_of_an_empty_and_a_tiny_index():
     empty = BM25Index.build(0, [])
     assert empty.size == 0 and empty.top({"x": 1}, 5)[0].size == 0
@@ -221,7 +245,7 @@ def test_scifact_top10_is_identical_to_the_sql_scoring(tmp_path):
     ids = sorted(ds.corpus)
     texts = [f"{ds.corpus[i].title} {ds.corpus[i].text}" for i in ids]
     path = tmp_path / "scifact.sqlite3"
-    fast, fts = SQLiteStore(path), SQLiteStore(path, bm25_index=False)
+    fast, fts = SQLiteStore(path, bm25_build="wait"), SQLiteStore(path, bm25_index=False)
     fill(fast, texts, per_doc=100, ids=ids)
     queries = [tokenize(q) for _, q in sorted(ds.queries.items())]
     assert len(queries) == 300

@@ -13,7 +13,7 @@ from tests.suites.store import DIM, StoreSuite, make_doc, unit
 class TestSQLiteStore(StoreSuite):
     @pytest.fixture
     def store(self, tmp_path):
-        s = SQLiteStore(tmp_path / "index.sqlite3")
+        s = SQLiteStore(tmp_path / "index.sqlite3", bm25_build="wait")  # the index path
         yield s
         s.close()
 
