@@ -223,6 +223,20 @@ def test_a_search_never_waits_for_a_background_build(tmp_path):
         f"t{i}" for i in range(10, len(TEXTS))}
 
 
+def test_document_frequencies_from_the_index_equal_fts5s(pair):
+    fast, fts = pair
+    fill(fast, TEXTS)
+    terms = tokenize("refund policy report filler zzz europe") + ["", "report"]
+    assert fts.term_document_frequencies(terms)[1]["report"] == len(TEXTS)
+    fast.sparse_search(tokenize("refund"), 1)  # the index is current from here
+    assert fast.bm25_index_ready()
+    assert fast.term_document_frequencies(terms) == fts.term_document_frequencies(terms)
+    fast.delete_document("doc0")
+    assert fast.term_document_frequencies(terms) == fts.term_document_frequencies(terms)
+    fast.sparse_search(tokenize("refund"), 1)
+    assert fast.term_document_frequencies(terms) == fts.term_document_frequencies(terms)
+
+
 def test_build_of_an_empty_and_a_tiny_index():
     empty = BM25Index.build(0, [])
     assert empty.size == 0 and empty.top({"x": 1}, 5)[0].size == 0

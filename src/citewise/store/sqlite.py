@@ -680,6 +680,13 @@ class SQLiteStore(SQLStore):
         return self._stats[1], self._stats[2]
 
     def term_document_frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """See :meth:`Store.term_document_frequencies`: from the BM25 index when it is that
+        of the state read (a dictionary look-up per term), else from ``chunks_vocab``."""
+        if self.bm25_index:
+            with self.snapshot():
+                index = self._bm25
+                if index is not None and index.generation == self.generation():
+                    return index.size, {t: index.document_frequency(t) for t in terms}
         n_docs, _ = self._collection_stats()
         df: dict[str, int] = dict.fromkeys(terms, 0)
         for term in df:
