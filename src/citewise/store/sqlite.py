@@ -257,6 +257,10 @@ class SQLiteStore(SQLStore):
         #: build, ~15 s at 100k chunks on 2 loaded cores); ``wait`` builds it first
         self.bm25_build = bm25_build
         self._building: threading.Thread | None = None
+        # the BM25 build has locks of its own: a build (seconds) never holds up a dense
+        # search's matrix load or a search that only checks whether a build is running
+        self._bm25_lock = threading.Lock()
+        self._thread_lock = threading.Lock()
         self._local = threading.local()
         self._lock = threading.Lock()
         self._matrix: _Matrix | None = None
@@ -703,7 +707,7 @@ class SQLiteStore(SQLStore):
         index = self._bm25
         if index is not None and index.generation == generation:
             return index
-        with self._lock:
+        with self._bm25_lock:
             index = self._bm25
             if index is not None and index.generation == generation:
                 return index
@@ -716,7 +720,7 @@ class SQLiteStore(SQLStore):
     def _background_build(self) -> None:
         """Build the BM25 index of the newest committed state in a thread of its own (one at
         a time); it is kept when it is newer than the kept one."""
-        with self._lock:
+        with self._thread_lock:
             if self._building is not None and self._building.is_alive():
                 return
 
