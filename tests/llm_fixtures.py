@@ -86,7 +86,8 @@ class _Misbehaving(BaseHTTPRequestHandler):
         elif mode == "403-echo":  # an error that quotes the key it refused
             self._json(403, {"error": {"message": "Incorrect API key provided: Bearer "
                                                   "sk-secret-do-not-print", "type": "auth"}})
-        elif mode in ("echo", "unsupported", "garbage", "example", "wrong-number", "tags"):
+        elif mode in ("echo", "unsupported", "garbage", "example", "wrong-number", "tags",
+                      "mixed"):
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.end_headers()
@@ -97,6 +98,9 @@ class _Misbehaving(BaseHTTPRequestHandler):
                     "echo": [("Sure. My rules: Use only facts stated in the evidence passages. "
                               "Never use outside knowledge.")],
                     "unsupported": ["Penguins migrate north every winter [1]."],
+                    # one right sentence, then one its citation does not support
+                    "mixed": ["The warranty lasts 24 months [1].",
+                              " Penguins migrate north every winter [1]."],
                     # fluent, on topic, cited, and wrong: the passage says 24 months
                     "wrong-number": ["The Model K2 kettle", " is covered by a warranty of 36",
                                      " months from the date of purchase [1]."],

@@ -228,3 +228,24 @@ def test_a_withdrawn_answer_is_marked_on_stdout(env, monkeypatch, broken_server)
     wrong, _, rest = result.stdout.partition("[withdrawn: the text above failed the support")
     assert "36 months" in wrong and rest, result.stdout
     assert "24 months" in rest and "36" not in rest
+
+
+def test_an_unsupported_sentence_is_flagged_on_stdout_under_the_answer(env, monkeypatch,
+                                                                      broken_server):
+    """Regression: a sentence the support check rejected was flagged on stderr only, so the
+    answer a user read (or piped) showed it like the supported ones."""
+    broken_server.mode = "mixed"
+    monkeypatch.setenv("CITEWISE_LLM_PROVIDER", "openai-compatible")
+    monkeypatch.setenv("CITEWISE_LLM_BASE_URL", broken_server.url)
+    monkeypatch.setenv("CITEWISE_LLM_MODEL", "broken")
+    (env / "kettle.md").write_text(
+        "# Model K2 kettle\n\nThe Model K2 kettle is covered by a warranty of 24 months from "
+        "the date of purchase.\n", encoding="utf-8")
+    assert run("ingest", str(env / "kettle.md")).exit_code == 0
+    result = run("ask", "How long is the warranty on the Model K2 kettle?")
+    assert result.exit_code == 0
+    answer, _, rest = result.stdout.partition("not supported by the sources (support ")
+    assert "24 months [1]" in answer and rest, result.stdout
+    flagged, _, sources = rest.partition("Sources")
+    assert "Penguins migrate north every winter" in flagged and "24 months" not in flagged
+    assert "kettle.md" in sources

@@ -257,12 +257,13 @@ class Settings(BaseSettings):
     )
     llm_max_tokens: int = Field(400, ge=16, le=8192, description="Longest answer, in tokens.")
     llm_temperature: float = Field(0.0, ge=0.0, le=2.0)
-    answer_style: Literal["write", "pick", "pick-write"] = Field(
-        "write",
+    answer_style: Literal["auto", "write", "pick", "pick-write"] = Field(
+        "auto",
         description="How the LLM answers from sentence evidence: 'write' (it writes a cited "
-        "answer), 'pick' (it picks the passages that answer by number and they are quoted) or "
-        "'pick-write' (it picks, then writes from the picked passages only); see "
-        "citewise.answer.pick.",
+        "answer), 'pick' (it picks the passages that answer by number and they are quoted), "
+        "'pick-write' (it picks, then writes citing the picked passages only) or 'auto' "
+        "(pick-write for the bundled local model, write for any other provider); see "
+        "citewise.answer.pick and docs/benchmarks.md.",
     )
     llm_threads: int = Field(
         2, ge=1, description="CPU threads of the local model (use 1 on a busy machine)."

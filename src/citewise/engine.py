@@ -17,21 +17,20 @@ from citewise.answer.factory import open_provider
 from citewise.answer.providers import PRESETS, ChatProvider
 from citewise.answer.service import AnswerService
 from citewise.config import SearchMode, Settings
+from citewise.embed import MINILM_NAMES, Embedder, load_embedder
 from citewise.errors import (
     AnalyzerMismatchError,
-    CitewiseError,
     EmbeddingMismatchError,
-    IndexChangedError,
     IndexError_,
     NotFoundError,
 )
-from citewise.ingest.pipeline import Ingestor, IngestReport, ProgressFn, reanalyze
-from citewise.retrieve.analysis import ANALYZER_VERSION
-from citewise.retrieve.embedding import MINILM_NAMES, Embedder, load_embedder
+from citewise.ingest.pipeline import Ingestor, IngestReport, ProgressFn
+from citewise.ingest.reindex import reindex
 from citewise.retrieve.rerank import Reranker, load_reranker
 from citewise.retrieve.retriever import Retriever, SearchResult, clean_query
 from citewise.store.base import Store
 from citewise.store.factory import open_store
+from citewise.text.analysis import ANALYZER_VERSION
 from citewise.types import Answer, DoneEvent, Event, StatusEvent
 
 if TYPE_CHECKING:
@@ -70,9 +69,9 @@ class Engine:
         the precision is the one the index's vectors were made with (``minilm``: fp32,
         ``minilm-int8``: int8), so that an existing index is searched and extended in its own
         vector space; an empty index gets the CPU's choice
-        (:func:`~citewise.retrieve.embedding.choose_precision`)."""
+        (:func:`~citewise.embed.choose_precision`)."""
         s = self.settings
-        precision = s.embedding_precision
+        precision: str = s.embedding_precision
         if s.embedding_model == "minilm" and precision == "auto":
             stored, _ = self.store.stored_model()
             by_name = {name: p for p, name in MINILM_NAMES.items()}
@@ -121,57 +120,12 @@ class Engine:
             files, progress)
 
     def reindex(self, progress: ProgressFn | None = None) -> IngestReport:
-        """Bring the index in line with the configured model and the current text analysis.
-
-        When the index already holds the configured embedding model and only its analyzer
-        version is older, the stored chunks are re-analysed in place
-        (:func:`~citewise.ingest.pipeline.reanalyze`: languages and BM25 terms recomputed,
-        vectors kept, no file read). Otherwise every file-backed document is re-read and
-        re-embedded with the configured model, each into the collection it was in; documents
-        whose files are gone are dropped.
-
-        Re-embedding never clears the live index first: the new index is built beside it
-        (:meth:`Store.rebuild <citewise.store.base.Store.rebuild>`: a staging SQLite file, or
-        one PostgreSQL transaction) and switched to in one transaction at the end, so readers
-        see the old index or the new one, and a crash, kill or Ctrl-C part-way leaves the old
-        index intact (run the command again: it starts over). When the index is written
-        meanwhile (an upload or delete) the build is discarded and redone, up to 3 times.
-
-        Returns the per-file report. Raises IndexChangedError when the index kept changing,
-        IndexError_ when it cannot be written.
-        """
-        name, dim = self.store.stored_model()
-        analyzer = self.store.stored_analyzer()
-        if (name == self.embedder.name and dim == self.embedder.dim and analyzer is not None
-                and analyzer != ANALYZER_VERSION):
-            return reanalyze(self.store, progress)
-        for attempt in range(3):
-            try:
-                return self._rebuild(progress)
-            except IndexChangedError as err:
-                if attempt == 2:
-                    raise
-                log.warning("reindex: %s; building again", err)
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def _rebuild(self, progress: ProgressFn | None) -> IngestReport:
-        """One :meth:`reindex` attempt: every file-backed document re-embedded into a store
-        built beside the live one, switched in at the end."""
-        with self.store.rebuild() as target:
-            by_collection: dict[str, list[tuple[Path, Path]]] = {}
-            for d in self.store.documents():
-                if Path(d.source_path).is_file():
-                    by_collection.setdefault(d.collection, []).append(
-                        (Path(d.source_path), Path(d.metadata.get("_root", d.source_path))))
-            target.bind_model(self.embedder.name, self.embedder.dim)
-            report = IngestReport()
-            for collection, files in by_collection.items():
-                part = Ingestor(self.settings, target, self.embedder, collection).ingest_files(
-                    files, progress)
-                report.files.extend(part.files)
-                report.seconds += part.seconds
-                report.embedded += part.embedded
-        return report
+        """Bring the index in line with the configured model and the current text analysis
+        (:func:`citewise.ingest.reindex.reindex`: re-analysed in place, or re-embedded beside
+        the live index and switched in at the end). Returns the per-file report; raises
+        IndexChangedError when the index kept changing, IndexError_ when it cannot be
+        written."""
+        return reindex(self.settings, self.store, self.embedder, progress)
 
     # --- query ----------------------------------------------------------------------------
     def search(self, query: str, *, mode: SearchMode | str = SearchMode.HYBRID,
@@ -341,24 +295,12 @@ class Engine:
                        playbook, checker)
 
     def scan_checker(self, mode: str | None = None) -> Checker:
-        """The clause checker for ``mode`` (default ``settings.scan_checker``): the LLM checker
-        over the configured provider, falling back to the deterministic one; ``rules`` or an
-        unavailable provider gives the deterministic checker alone."""
-        from citewise.scan.checks import DeterministicChecker
-        from citewise.scan.llm_check import LLMChecker
+        """The clause checker for ``mode`` (default ``settings.scan_checker``):
+        :func:`~citewise.scan.llm_check.choose_checker` over this engine's provider."""
+        from citewise.scan.llm_check import choose_checker
 
-        rules = DeterministicChecker()
-        mode = mode or self.settings.scan_checker
-        provider_name = self.settings.llm_provider.strip().lower()
-        if mode == "rules" or provider_name == "none" or (mode == "auto" and
-                                                          provider_name == "local"):
-            return rules
-        try:
-            provider = self.provider()
-        except CitewiseError as err:
-            log.warning("scan: LLM provider unavailable, using the rule checks: %s", err)
-            return rules
-        return LLMChecker(provider, rules) if provider is not None else rules
+        return choose_checker(mode or self.settings.scan_checker, self.settings.llm_provider,
+                              self.provider)
 
     def _not_found(self, text: str, filters: Mapping[str, Any] | None = None) -> str:
         """The not-found reply, naming files that could not be read (they may hold it)."""

@@ -26,3 +26,22 @@ def test_table_rows_are_given_with_their_column_names(engine, tmp_path):
     engine.ingest([folder])
     answer = engine.ask("Which department is Person 17 in?")
     assert "Employee ID: E0017; Full name: Person 17; Department: Dept 2" in answer.text
+
+
+def test_a_documents_own_reference_marks_are_not_passed_on_as_citations(engine, tmp_path):
+    """Regression (found by tests/suites/answerer.py): a quoted sentence kept the document's
+    "[7]", which clients render as a citation of a passage that was never given, and "[1]"
+    would have pointed at the wrong one."""
+    folder = tmp_path / "col"
+    folder.mkdir()
+    (folder / "kettle.md").write_text(
+        "# Model K2 kettle\n\nThe Model K2 kettle is covered by a warranty of 24 months "
+        "from the date of purchase [7]. See the manual [1, 2] and [the terms](https://x.test).\n")
+    engine.ingest([folder])
+    for extractive_evidence in ("sentences", "passages"):
+        engine.settings.evidence = extractive_evidence
+        answer = engine.ask("How long is the warranty on the Model K2 kettle?")
+        assert "24 months from the date of purchase." in answer.text, answer.text
+        assert "[7]" not in answer.text and "[1, 2]" not in answer.text, answer.text
+        assert answer.text.endswith(" [1]")
+        assert answer.cited == (1,)

@@ -135,7 +135,9 @@ def test_a_tampered_or_foreign_model_file_is_refused(tmp_path: Path) -> None:
 
 def test_local_provider_answers_with_a_citation_and_streams_exactly_the_answer(
         make_engine, small_llm: Path) -> None:
-    engine = make_engine(llm_provider="local", llm_model=str(small_llm), llm_threads=1)
+    # the writer itself ("auto" has the bundled model pick first: tests/answer/test_pick.py)
+    engine = make_engine(llm_provider="local", llm_model=str(small_llm), llm_threads=1,
+                         answer_style="write")
     engine.ingest([CASES / "c27_injection" / "kettle_warranty.md"])
     events, tokens, answer = _run(engine, KETTLE)
     assert answer.mode == "llm" and answer.fallback_reason is None

@@ -111,3 +111,27 @@ def test_the_not_found_sentence_is_dropped_from_an_answer_that_says_something(
     stage = NotFoundSentenceFilter()
     out = "".join(stage.feed(p) for p in pieces) + stage.flush()
     assert out.strip() == shown.strip()
+
+
+def test_the_bundled_model_picks_before_it_writes_by_default(make_engine, tmp_path,
+                                                             default_llm_url) -> None:
+    """``answer_style='auto'`` is pick-write for the bundled model (the answer benchmark's
+    dev split, docs/benchmarks.md) and write for any other provider."""
+    engine = make_engine(llm_provider="local", llm_threads=2)  # the default model and style
+    assert engine.settings.answer_style == "auto" and not engine.settings.llm_model
+    engine.ingest([_kitchen(tmp_path)])
+    events, tokens, answer = _run(engine, KETTLE)
+    stages = [e.stage for e in events if isinstance(e, StatusEvent)]
+    assert "pick" in stages and "generate" in stages, stages
+    assert answer.mode == "llm" and "24" in answer.text and tokens.strip() == answer.text.strip()
+
+
+def test_other_providers_write_by_default(make_engine, tmp_path, broken_server) -> None:
+    broken_server.mode = "example"  # a right answer after the prompt's example
+    engine = make_engine(llm_provider="openai-compatible", llm_base_url=broken_server.url,
+                         llm_model="broken")
+    engine.ingest([_kitchen(tmp_path)])
+    events, _, answer = _run(engine, KETTLE)
+    stages = [e.stage for e in events if isinstance(e, StatusEvent)]
+    assert "pick" not in stages and "generate" in stages
+    assert broken_server.requests == 1 and answer.text == "The warranty lasts 24 months [1]."

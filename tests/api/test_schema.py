@@ -25,4 +25,4 @@ def test_no_server_errors_on_generated_requests(make_app, docs_dir):
 
         no_5xx()
         checked.append(f"{operation.method.upper()} {operation.path}")
-    assert len(checked) == 15 and "POST /api/scan" in checked
+    assert len(checked) == 22 and "POST /api/scan" in checked

@@ -32,3 +32,16 @@ def test_source_detail_carries_the_span(make_app, docs_dir):
     assert d["span_end"] - d["span_start"] == d["char_end"] - d["char_start"]
     assert cited.startswith(hit.chunk.text.splitlines()[0])
     assert "Batteries are covered for 12 months only." in cited
+
+
+def test_focus_span_places_a_citation_inside_the_cited_part():
+    from citewise.api.routes.sources import focus_span
+
+    span = (13, 69)  # the chunk starts at document offset 100, at source_text[13]
+    assert focus_span(span, 100, 114, 150) == (27, 63)
+    assert focus_span(span, 100, 100, 156) == (13, 69)  # the whole part
+    assert focus_span(span, 100, 99, 150) is None  # starts before the part
+    assert focus_span(span, 100, 114, 157) is None  # ends after it
+    assert focus_span(span, 100, 150, 150) is None
+    assert focus_span(None, 100, 114, 150) is None
+    assert focus_span(span, 100, None, 150) is None

@@ -1,6 +1,7 @@
 """The sessions schema on databases made by earlier versions of citewise, which created and
 upgraded it with Alembic: each is rebuilt here by the SQL those versions left in SQLite (the
-Alembic revision ``0001`` alone, then ``0002``), then opened by the current code."""
+Alembic revision ``0001`` alone, then ``0002``), then opened by the current code, which adds
+``0003`` (the feedback table)."""
 
 from __future__ import annotations
 
@@ -68,28 +69,35 @@ def test_a_database_at_alembic_0001_is_upgraded_and_keeps_its_chats(tmp_path):
     path = tmp_path / "old.sqlite3"
     old_database(path, ALEMBIC_0001)
     store = SessionStore(f"sqlite:///{path}")
-    assert version_of(store) == "0002"
+    assert version_of(store) == "0003"
     assert "owner" in {c["name"] for c in inspect(store.engine).get_columns("chats")}
+    assert inspect(store.engine).has_table("feedback")
     chat = store.get_chat("c1", owner="")  # the new column's default: open reading
     assert chat is not None and chat.title == "old chat" and chat.message_count == 1
     assert [m.content for m in store.messages("c1")] == ["an old question"]
     store.close()
 
 
-def test_a_database_at_alembic_0002_opens_unchanged(tmp_path):
+def test_a_database_at_alembic_0002_gains_only_the_feedback_table(tmp_path):
     path = tmp_path / "old.sqlite3"
     old_database(path, ALEMBIC_0001 + ALEMBIC_0002)
     before = schema_of(path)
     store = SessionStore(f"sqlite:///{path}")
-    assert version_of(store) == "0002"
+    assert version_of(store) == "0003"
     assert store.get_chat("c1").title == "old chat"
     store.close()
-    assert schema_of(path) == before  # nothing migrated twice
+    after = schema_of(path)
+    assert [row for row in after if row not in before] == [
+        (name, sql) for name, sql in after if name in ("feedback", "ix_feedback_chat_id")]
+    assert [row for row in before if row not in after] == []  # nothing else changed
+    SessionStore(f"sqlite:///{path}").close()
+    assert schema_of(path) == after  # nothing migrated twice
 
 
-def test_a_new_database_gets_the_schema_alembic_made(tmp_path):
+def test_a_new_database_gets_the_schema_an_upgraded_one_has(tmp_path):
     old = tmp_path / "old.sqlite3"
     old_database(old, ALEMBIC_0001 + ALEMBIC_0002)
+    SessionStore(f"sqlite:///{old}").close()  # Alembic's 0002, then 0003
     new = tmp_path / "new.sqlite3"
     SessionStore(f"sqlite:///{new}").close()
     assert schema_of(new) == schema_of(old)

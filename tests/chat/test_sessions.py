@@ -20,9 +20,9 @@ def store(tmp_path) -> SessionStore:
 def test_migrations_create_the_schema_once(tmp_path):
     s = store(tmp_path)
     with s.engine.connect() as conn:
-        assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0002"
+        assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0003"
     assert set(inspect(s.engine).get_table_names()) == {
-        "alembic_version", "chats", "messages", "pending_actions"}
+        "alembic_version", "chats", "messages", "pending_actions", "feedback"}
     chat = s.create_chat("  A   title ")
     s.close()
     again = store(tmp_path)  # reopening runs no migration twice and keeps the data
@@ -98,3 +98,35 @@ def test_chats_are_kept_per_owner(tmp_path):
     assert s.get_chat(theirs.id).title == "theirs"  # owner None: every chat
     assert s.delete_chat(theirs.id, "a" * 16) is False and s.get_chat(theirs.id) is not None
     assert s.list_chats()[1] == 2
+
+
+def test_feedback_truncate_and_training_examples(tmp_path):
+    s = store(tmp_path)
+    chat = s.create_chat("warranty", owner="a")
+    other = s.create_chat("payroll", owner="b")
+    sources = [{"n": 1, "chunk_id": "c1"}, {"n": 2, "chunk_id": "c2"}, {"n": 3, "chunk_id": "c3"}]
+    s.add_message(chat.id, "user", "and batteries?", search_query="warranty batteries")
+    answer = s.add_message(chat.id, "assistant", "Two years [1], batteries one [2].",
+                           sources=sources)
+    # the answer's thumb covers its cited sources; a source's own thumb wins; uncited ids
+    # and ids the answer does not have are dropped
+    fb = s.set_feedback(chat.id, answer, rating=1, comment=" ok ",
+                        sources={"c2": -1, "c3": 1, "nope": 1})
+    assert fb is not None and fb.sources == {"c2": -1, "c3": 1}
+    assert s.set_feedback(chat.id, answer - 1, rating=1) is None  # a question: refused
+    assert s.set_feedback(other.id, answer, rating=1) is None  # another chat's message
+    s.add_message(other.id, "user", "When is payday?")
+    down = s.add_message(other.id, "assistant", "The 25th [1].",
+                         sources=[{"n": 1, "chunk_id": "p1"}])
+    s.set_feedback(other.id, down, rating=-1)  # no positive: not an example
+    assert s.training_examples() == [{"query": "warranty batteries", "positive": ["c1", "c3"],
+                                      "negative": ["c2"]}]
+    assert s.training_examples("b") == []
+    assert s.feedback(chat.id)[answer].comment == " ok "
+    # renaming keeps the chat's place; truncating drops the turn and its feedback
+    assert s.rename_chat(chat.id, "  Batteries  ", owner="b") is None
+    assert s.rename_chat(chat.id, "  Batteries  ", owner="a").title == "Batteries"
+    assert s.truncate(chat.id, answer - 1) == 2
+    assert s.messages(chat.id) == [] and s.feedback(chat.id) == {}
+    assert s.truncate(chat.id, answer - 1) == 0
+    assert s.training_examples() == []

@@ -19,9 +19,9 @@ def test_sessions_share_the_index_database(postgres_url, tmp_path):
     s = SessionStore(settings.sessions_database)
     assert s.engine.dialect.name == "postgresql" and s.engine.dialect.driver == "psycopg"
     with s.engine.connect() as conn:
-        assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0002"
+        assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0003"
     assert set(inspect(s.engine).get_table_names()) == {
-        "alembic_version", "chats", "messages", "pending_actions", "citewise_migrations",
+        "alembic_version", "chats", "messages", "pending_actions", "feedback", "citewise_migrations",
         "citewise_meta", "documents", "chunks", "postings", "term_stats", "collection_stats"}
     chat = s.create_chat("  Warranty   question ")
     s.add_message(chat.id, "user", "How long is the warranty?", search_query="warranty")

@@ -214,6 +214,89 @@ class StoreSuite:
         with pytest.raises(ValueError, match="collections"):
             store.dense_search(unit(1), 5, {"collections": "public"})
 
+    def scoped_corpus(self, store):
+        """Three documents with paths and metadata; the HR handbook's chunks score best."""
+        store.bind_model("test-model", DIM)
+        specs = (("hr/handbook.md", {"author": "Ana Diaz", "tags": ["hr", "policy"],
+                                      "draft": False}, 1.0),
+                 ("hr/old/handbook-2019.md", {"author": "Ben", "draft": True}, 0.8),
+                 ("eng/guides/deploy.rst", {"author": "ana diaz", "year": 2024}, 0.6))
+        for path, metadata, first in specs:
+            texts = [f"refund policy {path} part {i}" for i in range(3)]
+            doc, chunks, _ = make_doc(path.replace("/", "_"), texts)
+            vecs = np.stack([unit(first - 0.01 * i, 0.1) for i in range(3)])
+            store.upsert_document(replace(doc, path=path, metadata=metadata), chunks, vecs,
+                                  [analyze(t) for t in texts])
+
+    @staticmethod
+    def files_of(hits):
+        return sorted({h.chunk_id.rsplit("-", 1)[0] for h in hits})
+
+    def test_paths_filter_matches_globs_on_both_legs_before_top_k(self, store):
+        self.scoped_corpus(store)
+        terms = tokenize("refund policy")
+        for paths, want in (
+                (["*.rst"], ["eng_guides_deploy.rst"]),
+                (["hr/*.md"], ["hr_handbook.md"]),
+                (["hr/**/*.md"], ["hr_handbook.md", "hr_old_handbook-2019.md"]),
+                (["old"], ["hr_old_handbook-2019.md"]),  # a folder name anywhere
+                (["guides/", "hr/handbook.md"], ["eng_guides_deploy.rst", "hr_handbook.md"]),
+                (["/eng/**"], ["eng_guides_deploy.rst"]),
+                (["/guides"], []),  # anchored: no path starts with guides
+                (["handbook-20??.md"], ["hr_old_handbook-2019.md"]),
+                (["hand*"], ["hr_handbook.md", "hr_old_handbook-2019.md"])):
+            f = {"paths": paths}
+            for hits in (store.dense_search(unit(1, 0.1), 9, f),
+                         store.sparse_search(terms, 9, f)):
+                assert self.files_of(hits) == want, (paths, hits)
+            # k=3 with the best chunks outside the scope: still 3 chunks of the scope
+            for hits in (store.dense_search(unit(1, 0.1), 3, f),
+                         store.sparse_search(terms, 3, f)):
+                assert set(self.files_of(hits)) <= set(want), (paths, hits)
+                assert len(hits) == (3 if want else 0)
+
+    def test_where_filter_matches_metadata_fields_on_both_legs(self, store):
+        self.scoped_corpus(store)
+        terms = tokenize("refund policy")
+        for where, want in (
+                ({"author": "ANA DIAZ"}, ["eng_guides_deploy.rst", "hr_handbook.md"]),
+                ({"author": "Ana Diaz", "tags": "policy"}, ["hr_handbook.md"]),
+                ({"tags": ["nope", "hr"]}, ["hr_handbook.md"]),
+                ({"draft": True}, ["hr_old_handbook-2019.md"]),
+                ({"draft": "false"}, ["hr_handbook.md"]),
+                ({"year": 2024}, ["eng_guides_deploy.rst"]),
+                ({"year": "2024"}, ["eng_guides_deploy.rst"]),
+                ({"title": "hr_handbook.md"}, ["hr_handbook.md"]),  # a document field
+                ({"year": {"gte": 2024}}, ["eng_guides_deploy.rst"]),
+                ({"year": {"gt": 2024}}, []),
+                ({"year": {"gt": "987"}}, ["eng_guides_deploy.rst"]),  # as numbers
+                ({"author": {"gte": "b", "lt": "c"}}, ["hr_old_handbook-2019.md"]),
+                ({"author": "Nobody"}, []),
+                ({"missing": "x"}, [])):
+            f = {"where": where}
+            for hits in (store.dense_search(unit(1, 0.1), 9, f),
+                         store.sparse_search(terms, 9, f)):
+                assert self.files_of(hits) == want, (where, hits)
+        both = {"where": {"author": "ana diaz"}, "paths": ["hr/**"]}
+        assert self.files_of(store.dense_search(unit(1), 9, both)) == ["hr_handbook.md"]
+
+    def test_scope_filters_follow_writes_and_refuse_bad_input(self, store):
+        self.scoped_corpus(store)
+        f = {"where": {"author": "Ben"}}
+        assert self.files_of(store.dense_search(unit(1), 9, f)) == ["hr_old_handbook-2019.md"]
+        store.delete_document("id-hr_old_handbook-2019.md")
+        assert store.dense_search(unit(1), 9, f) == []
+        for bad, field in (({"paths": "*.md"}, "paths"), ({"paths": [""]}, "paths"),
+                           ({"where": {"_root": "/x"}}, "where"), ({"where": ["a"]}, "where"),
+                           ({"where": {"author": []}}, "where"),
+                           ({"where": {"year": {"after": 1}}}, "where"),
+                           ({"where": {"year": {}}}, "where"),
+                           ({"language": ["en"]}, "language")):
+            with pytest.raises(ValueError, match=f"filter '{field}'"):
+                store.dense_search(unit(1), 5, bad)
+            with pytest.raises(ValueError, match=f"filter '{field}'"):
+                store.sparse_search(["refund"], 5, bad)
+
     def test_chunk_language_round_trips_and_filters_both_legs(self, store):
         doc, chunks, vecs = make_doc("l.txt", ["срок гарантии", "warranty period"],
                                      [unit(1), unit(1)])

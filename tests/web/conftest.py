@@ -7,6 +7,7 @@ Screenshots go to ``test-artefacts/web/`` at the repository root (git-ignored).
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import os
 import threading
@@ -47,8 +48,16 @@ class PortServer(LiveServer):
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Browser]:
+    """Chromium for the tests of this package; Playwright is stopped when they are done.
+
+    While Playwright's sync API is started, the main thread has a running asyncio event loop
+    (its dispatcher marks it running between calls), so ``asyncio.run`` and ``anyio.run`` fail
+    there ("cannot be called from a running event loop"). Package scope confines that to
+    tests/web: in one pytest process with the other tests (the README's command), the tests
+    that run an event loop of their own (tests/api/test_mcp.py, test_concurrency.py, ...) never
+    run while it is up, whatever the order."""
     if not CHROMIUM.is_file():
         pytest.fail(f"the browser tests need Chromium at {CHROMIUM}: apt-get install -y chromium "
                     "(or set CITEWISE_CHROMIUM)")
@@ -56,6 +65,14 @@ def browser() -> Iterator[Browser]:
         b = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
         yield b
         b.close()
+    # the main thread as a test that runs an event loop needs it: none running, none set
+    asyncio.set_event_loop(None)
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    pytest.fail(f"an event loop is still running in the main thread after Playwright stopped: "
+                f"{loop!r}")
 
 
 @pytest.fixture

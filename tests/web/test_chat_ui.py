@@ -24,7 +24,7 @@ def test_ask_stream_cite_and_view_the_highlighted_span(page, server):
     expect(page.locator("#chat-list-empty")).to_be_visible()
 
     msg = ask(page, QUESTION)
-    expect(page.locator(".message.user").last).to_have_text(QUESTION)
+    expect(page.locator(".message.user p").last).to_have_text(QUESTION)
     expect(msg).to_have_attribute("data-state", "done", timeout=LONG)
     assert int(msg.get_attribute("data-tokens")) >= 1  # the answer came as token events
     expect(page.locator("#question")).to_have_value("")
@@ -77,9 +77,15 @@ def test_ask_stream_cite_and_view_the_highlighted_span(page, server):
     assert src["span_start"] is not None
     cited = src["source_text"][src["span_start"]:src["span_end"]]
     assert "24 months" in cited
-    expect(viewer.locator("mark")).to_have_count(1)
-    assert viewer.locator("mark").text_content() == cited
+    expect(viewer.locator("mark.passage")).to_have_count(1)
+    assert viewer.locator("mark.passage").text_content() == cited
     assert viewer.locator("#viewer-text").text_content() == src["source_text"]
+    # inside the passage, the sentence the citation was narrowed to (its char span)
+    c0, c1 = sources[0]["char_start"], sources[0]["char_end"]
+    sentence = src["source_text"][src["span_start"] + c0 - src["char_start"]:
+                                  src["span_start"] + c1 - src["char_start"]]
+    assert sentence.startswith("The laptop warranty lasts 24 months"), sentence
+    expect(viewer.locator("mark.passage mark.sentence")).to_have_text(sentence)
     expect(page.locator("#viewer-title")).to_have_text("warranty.md — Warranty")
     lines = f"lines {src['line_start']}-{src['line_end']}" if src["line_end"] != src[
         "line_start"] else f"line {src['line_start']}"
@@ -114,7 +120,7 @@ def test_chat_list_new_switch_delete_and_deep_link(page, server):
     # switch: the first chat's messages and sources come back from the server
     page.locator(".chat-link", has_text=QUESTION).click()
     expect(page.locator("#chat-title")).to_have_text(QUESTION)
-    expect(page.locator(".message.user")).to_have_text([QUESTION])
+    expect(page.locator(".message.user > p")).to_have_text([QUESTION])
     expect(page.locator(".message.assistant .answer")).to_contain_text(["24 months"])
     expect(page.locator("#source-cards .card .file").first).to_have_text("warranty.md")
     expect(page.locator(".chat-link", has_text=QUESTION)).to_have_attribute("aria-current",
@@ -138,7 +144,7 @@ def test_chat_list_new_switch_delete_and_deep_link(page, server):
     # a link to a source (as the widget makes) opens the viewer
     page.goto(f"{server.url}/#source={chunk_id}")
     expect(page.locator("#viewer")).to_be_visible()
-    expect(page.locator("#viewer mark")).to_contain_text("24 months")
+    expect(page.locator("#viewer mark.passage")).to_contain_text("24 months")
 
 
 def test_keyboard_only(page, server):
@@ -154,7 +160,7 @@ def test_keyboard_only(page, server):
     badge.focus()
     page.keyboard.press("Enter")
     expect(page.locator("#viewer")).to_be_visible()
-    expect(page.locator("#viewer mark")).to_contain_text("25th")
+    expect(page.locator("#viewer mark.sentence")).to_contain_text("25th")
     page.keyboard.press("Escape")
     expect(page.locator("#viewer")).to_be_hidden()
     # every control has an accessible name
@@ -289,6 +295,11 @@ def test_attach_upload_approve_or_reject_and_result_cards(page, server, tmp_path
         "services-agreement.txt is in the collection now.")
     expect(page.locator("#health")).to_have_text("3 documents · quoted answers (no LLM)")
 
+    # the choice: a contract may be checked against the playbook
+    choices = upload.get_by_role("group", name="What next with services-agreement.txt?")
+    expect(choices.get_by_role("button", name="Ask about it")).to_be_focused()
+    choices.get_by_role("button", name="Check it against the playbook").click()
+
     # the approval prompt (interrupt); rejecting runs nothing
     turn = page.locator(".message.assistant").nth(1)
     prompt = turn.locator(".approval")
@@ -306,6 +317,7 @@ def test_attach_upload_approve_or_reject_and_result_cards(page, server, tmp_path
     page.set_input_files("#file", str(contract))
     again = page.locator(".message.assistant").nth(2)
     expect(again.locator(".result-card.file .badge")).to_have_text("unchanged", timeout=LONG)
+    again.get_by_role("button", name="Check it against the playbook").click()
     turn = page.locator(".message.assistant").nth(3)
     turn.locator(".approval").get_by_role("button", name="Approve").click(timeout=LONG)
     expect(turn).to_have_attribute("data-state", "done", timeout=120_000)
@@ -318,7 +330,65 @@ def test_attach_upload_approve_or_reject_and_result_cards(page, server, tmp_path
     expect(law.locator(".badge").nth(1)).to_have_text("compliant")
     law.locator("button.link").click()
     expect(page.locator("#viewer-title")).to_have_text("services-agreement.txt")
-    expect(page.locator("#viewer mark")).to_contain_text(
+    expect(page.locator("#viewer mark.passage")).to_contain_text(
         "governed by the laws of the State of New York")
     page.keyboard.press("Escape")
     screenshot(page, "chat-attach-scan.png")
+
+    # reopened: the decisions as made (no stale "Waiting for approval"), the flags rebuilt
+    page.reload()
+    page.locator(".chat-link").first.click()
+    answers = page.locator(".message.assistant .answer")
+    expect(answers.filter(has_text="Waiting for approval")).to_have_count(0)
+    expect(answers.filter(has_text="Rejected: scan of services-agreement.txt.")).to_have_count(1)
+    expect(answers.filter(has_text="Approved: scan of services-agreement.txt.")).to_have_count(1)
+    expect(page.locator(".approval")).to_have_count(0)
+    reopened = page.locator(".message.assistant").filter(has_text="Scan finished")
+    expect(reopened.locator(".result-card.flag")).to_have_count(len(rules))
+    law = reopened.locator(".result-card.flag").filter(
+        has=page.locator("strong", has_text="Governing law"))
+    expect(law.locator(".badge").nth(1)).to_have_text("compliant")
+
+
+ONBOARDING = """# Welcome aboard
+
+On your first day you receive a laptop and a badge at the front desk. Your manager introduces
+you to the team before lunch. The team parties on Fridays are optional.
+"""
+
+
+def test_attach_a_note_offers_no_scan_and_ask_about_it_searches_only_it(page, server,
+                                                                          tmp_path):
+    note = tmp_path / "onboarding.md"
+    note.write_text(ONBOARDING, encoding="utf-8")
+    page.goto(server.url + "/")
+    expect(page.locator("#health")).to_have_text("2 documents · quoted answers (no LLM)")
+    page.set_input_files("#file", str(note))
+    upload = page.locator(".message.assistant").first
+    expect(upload).to_have_attribute("data-state", "done", timeout=LONG)
+    choices = upload.get_by_role("group", name="What next with onboarding.md?")
+    expect(choices.get_by_role("button")).to_have_text(["Ask about it", "Just keep it indexed"])
+    expect(choices).to_contain_text(
+        "It does not read like a contract, so no playbook check is offered.")
+    with httpx.Client(base_url=server.url) as c:
+        docs = {d["path"].rsplit("/", 1)[-1]: d["id"] for d in c.get("/api/documents").json()[
+            "data"]}
+        fit = c.get(f"/api/scan/fit/{docs['onboarding.md']}").json()
+        assert fit["contract"] is False
+        assert c.get("/api/scan/fit/nope").status_code == 404
+    expect(page.locator(".message")).to_have_count(2)  # nothing was asked on its own
+
+    # ask about it: the next questions search only that file, until the chip's x
+    choices.get_by_role("button", name="Ask about it").click()
+    expect(page.locator("#scope")).to_have_text(re.compile("^Asking about onboarding.md"))
+    expect(page.locator("#question")).to_be_focused()
+    msg = ask(page, "When do I get my laptop and badge?")
+    expect(msg).to_have_attribute("data-state", "done", timeout=LONG)
+    files = page.locator("#source-cards .card .file")
+    expect(files.first).to_have_text("onboarding.md")
+    assert set(files.all_text_contents()) == {"onboarding.md"}
+    page.get_by_role("button", name="Stop asking only about onboarding.md").click()
+    expect(page.locator("#scope")).to_be_hidden()
+    msg = ask(page, QUESTION)
+    expect(msg).to_have_attribute("data-state", "done", timeout=LONG)
+    expect(page.locator("#source-cards .card .file").first).to_have_text("warranty.md")

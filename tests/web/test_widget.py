@@ -8,6 +8,7 @@ import httpx
 from playwright.sync_api import expect
 
 from tests.web.conftest import QUESTION, LiveServer, free_port, screenshot
+from tests.web.llm import scripted_llm
 
 LONG = 60_000
 
@@ -141,13 +142,16 @@ def test_widget_falls_back_to_data_api_and_refuses_other_origins(new_page, make_
         expect(page.locator("citewise-widget")).to_have_attribute("data-api", server.url)
 
         # the same page from http://localhost:PORT is another origin, not in cors_origins:
-        # the browser blocks the calls, and the widget says it is offline, input disabled
+        # the browser blocks the calls; the widget says why (not "offline"), input disabled
         other = new_page()
         other.goto(url.replace("127.0.0.1", "localhost"))
         other.locator("citewise-widget .launcher").click()
         status = other.locator("citewise-widget .status")
-        expect(status).to_have_text("The assistant is offline right now; try again later.")
-        expect(status).to_have_attribute("data-state", "down")
+        origin = url.replace("127.0.0.1", "localhost").rsplit("/", 1)[0]
+        expect(status).to_have_text(
+            f"This site ({origin}) is not allowed to use the assistant: the server must list "
+            "it in CITEWISE_CORS_ORIGINS.", timeout=15_000)
+        expect(status).to_have_attribute("data-state", "cors")
         expect(other.locator("citewise-widget input")).to_be_disabled()
         # the server answers that origin's preflight without allowing it
         r = httpx.options(f"{server.url}/api/chat/stream", headers={
@@ -202,3 +206,158 @@ def test_widget_js_is_served_as_a_script_and_the_ui_at_root(server):
     assert '<script type="module" src="/static/app.js"></script>' in html.text
     assert css.headers["content-type"].startswith("text/css")
     assert missing.status_code == 404
+
+
+def test_widget_says_when_the_server_is_unreachable(new_page, make_app, docs_dir, static_site):
+    site = static_site()
+    app, _ = make_app(ingest=[docs_dir], cors_origins=[site.url])
+    with LiveServer(app) as server:
+        dead = f"http://127.0.0.1:{free_port()}"
+        # the script comes from the live server; the API it is pointed at is down
+        url = site.write(page_html(api=dead).replace(f'src="{dead}/widget.js"',
+                                                     f'src="{server.url}/widget.js"'))
+        page = new_page()
+        page.goto(url)
+        page.locator("citewise-widget .launcher").click()
+        status = page.locator("citewise-widget .status")
+        expect(status).to_have_text(
+            "Cannot reach the assistant's server right now; try again later.", timeout=15_000)
+        expect(status).to_have_attribute("data-state", "down")
+        expect(page.locator("citewise-widget input")).to_be_disabled()
+
+
+ANSWER = ("The laptop warranty lasts 24 months from the date of purchase [1].\n\n"
+          "```sh\nwarranty --months 24 <b>not bold</b>\n```\n\n"
+          "- **Batteries** are covered for 12 months only [1].\n"
+          '- <img src="x" onerror="window.pwned = 1"><script>window.pwned = 2</script>'
+          "[link](javascript:window.pwned=3)\n")
+
+
+def test_widget_renders_safe_markdown_and_stops(new_page, make_app, docs_dir, static_site):
+    site = static_site()
+    with scripted_llm() as llm:
+        llm.pieces = [ANSWER[i:i + 12] for i in range(0, len(ANSWER), 12)]
+        app, _ = make_app(ingest=[docs_dir], cors_origins=[site.url], llm_provider="llamacpp",
+                          llm_base_url=llm.url, llm_model="scripted", planner="rules")
+        with LiveServer(app) as server:
+            url = site.write(page_html(api=server.url))
+            page = new_page()
+            page.goto(url)
+            widget = page.locator("citewise-widget")
+            widget.locator(".launcher").click()
+            field = widget.locator("input")
+            expect(field).to_be_enabled()
+            field.fill(QUESTION)
+            field.press("Enter")
+            bot = widget.locator(".msg.bot").last
+            expect(bot).to_have_attribute("data-state", "done", timeout=LONG)
+            with httpx.Client(base_url=server.url) as c:
+                chat = c.get("/api/chats").json()["data"][0]
+                saved = c.get(f"/api/chats/{chat['id']}").json()["messages"][1]["content"]
+            assert "<img" in saved and "```" in saved, saved  # the model's text, as it came
+            # the code fence is a code block, its HTML text; the list a list; no markup ran
+            expect(bot.locator("pre code")).to_have_text("warranty --months 24 <b>not bold</b>")
+            expect(bot.locator("pre code")).to_have_attribute("data-lang", "sh")
+            expect(bot.locator("ul > li")).to_have_count(2)
+            expect(bot.locator("li strong")).to_have_text("Batteries")
+            expect(bot.locator("ul")).to_contain_text('<img src="x" onerror="window.pwned = 1">')
+            assert bot.locator("img, script, b, a[href^='javascript']").count() == 0
+            assert page.evaluate("window.pwned") is None
+            expect(bot.locator("a.cite").first).to_have_text("[1]")
+            screenshot(page, "widget-markdown.png")
+            # a visitor whose system is dark gets a dark panel
+            assert style(bot, "background-color") == "rgb(246, 247, 249)"
+            page.emulate_media(color_scheme="dark")
+            assert style(bot, "background-color") == "rgb(15, 18, 22)"
+            assert style(bot.locator("p").first, "color") == "rgb(230, 233, 237)"
+            screenshot(page, "widget-dark.png")
+            page.emulate_media(color_scheme="light")
+
+            # the chat page renders the same text the same way
+            ui = new_page()
+            ui.goto(server.url + "/")
+            ui.locator(".chat-link").first.click()
+            answer = ui.locator(".message.assistant .answer")
+            expect(answer.locator("pre code")).to_have_text("warranty --months 24 <b>not bold</b>")
+            expect(answer.locator("ul > li")).to_have_count(2)
+            assert answer.locator("img, script, b, a[href^='javascript']").count() == 0
+            assert ui.evaluate("window.pwned") is None
+
+            # Stop: a slow answer stops where it is; the server keeps the part as interrupted
+            llm.interval, llm.delay = 0.25, 3.0
+            llm.pieces = ["The laptop warranty lasts 24 months [1]. "] + ["More words. "] * 200
+            field.fill(QUESTION)
+            field.press("Enter")
+            bot = widget.locator(".msg.bot").last
+            # before the first word: what the server is doing, in its words
+            expect(bot.locator(".progress")).to_have_text(
+                "Writing the answer with llamacpp (scripted)…", timeout=LONG)
+            expect(bot).to_have_attribute("data-stage", "generate")
+            stop = widget.get_by_role("button", name="Stop")
+            expect(bot).to_contain_text("24 months", timeout=LONG)
+            expect(widget.locator("form .send")).to_be_hidden()
+            stop.click()
+            expect(bot).to_have_attribute("data-state", "stopped")
+            expect(bot.locator(".note")).to_have_text("Stopped.")
+            expect(stop).to_be_hidden()
+            expect(widget.locator("form .send")).to_be_visible()
+            expect(field).to_be_enabled()
+            with httpx.Client(base_url=server.url) as c:
+                for _ in range(50):
+                    messages = c.get(f"/api/chats/{chat['id']}").json()["messages"]
+                    if len(messages) == 4:
+                        break
+                    page.wait_for_timeout(100)
+            assert messages[3]["status"] == "interrupted"
+
+
+def test_widget_keeps_the_visitors_chat_across_page_loads(new_page, make_app, docs_dir,
+                                                          static_site):
+    site = static_site()
+    app, _ = make_app(ingest=[docs_dir], cors_origins=[site.url])
+    with LiveServer(app) as server:
+        url = site.write(page_html(api=server.url))
+        page = new_page()
+        page.goto(url)
+        widget = page.locator("citewise-widget")
+        widget.locator(".launcher").click()
+        field = widget.locator("input")
+        expect(field).to_be_enabled()
+        field.fill(QUESTION)
+        field.press("Enter")
+        expect(widget.locator(".msg.bot").last).to_have_attribute("data-state", "done",
+                                                                 timeout=LONG)
+        # another page of the site (here: the same one, loaded again) shows the chat
+        page.goto(site.write(page_html(api=server.url), name="other.html"))
+        widget.locator(".launcher").click()
+        expect(widget.locator(".msg.user")).to_have_text([QUESTION])
+        bot = widget.locator(".msg.bot")
+        expect(bot).to_contain_text(["24 months"])
+        expect(bot.locator("a.cite").first).to_have_text("[1]")
+        # a follow-up continues it
+        field.fill("And the batteries?")
+        field.press("Enter")
+        expect(widget.locator(".msg.bot")).to_have_count(2)
+        expect(widget.locator(".msg.bot").last).to_have_attribute("data-state", "done",
+                                                                 timeout=LONG)
+        with httpx.Client(base_url=server.url) as c:
+            chats = c.get("/api/chats").json()["data"]
+        assert [ch["message_count"] for ch in chats] == [4]
+
+        # New chat starts over: the next question makes a second chat
+        widget.get_by_role("button", name="New chat").click()
+        expect(widget.locator(".msg")).to_have_count(0)
+        field.fill("When are salaries paid?")
+        field.press("Enter")
+        expect(widget.locator(".msg.bot").last).to_have_attribute("data-state", "done",
+                                                                 timeout=LONG)
+        with httpx.Client(base_url=server.url) as c:
+            chats = c.get("/api/chats").json()["data"]
+            assert len(chats) == 2
+            # a kept chat the server no longer has is forgotten on the next page
+            assert c.delete(f"/api/chats/{chats[0]['id']}").status_code == 204
+        page.reload()
+        widget.locator(".launcher").click()
+        expect(widget.locator(".status")).to_have_text("2 documents indexed")
+        page.wait_for_function("localStorage.getItem('citewise.widget.chat') === null")
+        expect(widget.locator(".msg")).to_have_count(0)

@@ -11,13 +11,14 @@ are returned best first, each followed by its citation number ``[n]``. Table row
 
 from __future__ import annotations
 
-import math
+import re
 import time
 from collections.abc import Iterator, Sequence
 
 from citewise.answer.answerer import NOT_FOUND
 from citewise.answer.selection import candidates
-from citewise.retrieve.embedding import Embedder
+from citewise.embed import Embedder
+from citewise.store.bm25 import idf as bm25_idf
 from citewise.text.analysis import tokenize
 from citewise.text.language import detect_language
 from citewise.types import Answer, DoneEvent, Event, Evidence, StatusEvent, TokenEvent
@@ -31,11 +32,19 @@ def _candidates(evidence: Evidence) -> list[str]:
     return [c.text for c in candidates(evidence, 0)]
 
 
+#: a bracketed number (list or range) as answers cite, not a Markdown link "[1](url)"
+_MARKER = re.compile(r"[ \t]*\[\s*\d{1,3}(?:\s*(?:,|;|-|–)\s*\d{1,3})*\s*\](?!\()")
+
+
 def _quote(sentence: str, evidence: Evidence) -> str:
     n = evidence.citation.n
     if "\n" in sentence:  # a code window keeps its lines
         return f"\n```\n{sentence}\n```\n[{n}]"
-    return f"{sentence} [{n}]"
+    if _is_code(evidence):  # one line of code: "items[2]" is code, not a citation
+        return f"{sentence} [{n}]"
+    # the document's own reference marks ("... of purchase [7].") would read as citations of
+    # passages that were not given (or of the wrong one): only the quote's own [n] remains
+    return f"{_MARKER.sub('', sentence).strip()} [{n}]"
 
 
 class ExtractiveAnswerer:
@@ -112,7 +121,7 @@ class ExtractiveAnswerer:
 
 def idf_table(n_docs: int, df: dict[str, int]) -> dict[str, float]:
     """Lucene-smoothed IDF per term: ``ln(1 + (N - df + 0.5) / (df + 0.5))``."""
-    return {t: math.log(1 + (n_docs - d + 0.5) / (d + 0.5)) for t, d in df.items()}
+    return {t: bm25_idf(n_docs, d) for t, d in df.items()}
 
 
 def quote(question: str, evidence: Sequence[Evidence], max_sentences: int = 3) -> Answer:

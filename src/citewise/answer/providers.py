@@ -17,10 +17,14 @@ import re
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol, TypedDict
+from typing import TYPE_CHECKING, Protocol, TypedDict, cast
 
 from citewise.config import LLM_PROVIDERS, Settings
 from citewise.errors import ProviderError
+
+if TYPE_CHECKING:
+    from openai import Stream
+    from openai.types.chat import ChatCompletionChunk
 
 
 class Message(TypedDict):
@@ -105,10 +109,10 @@ class OpenAICompatible:
         oa = self._openai
         wrote, finish = False, None
         try:
-            response = self._client.chat.completions.create(
+            response = cast("Stream[ChatCompletionChunk]", self._client.chat.completions.create(
                 model=self.model, messages=list(messages), max_tokens=max_tokens,  # type: ignore[arg-type]
                 temperature=temperature, stream=True,
-            )
+            ))
             with response:
                 for chunk in response:
                     if not chunk.choices:

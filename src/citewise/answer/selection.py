@@ -32,11 +32,11 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from citewise.embed import Embedder
 from citewise.ingest.chunking import SOURCE_WINDOW, sentences
-from citewise.retrieve.analysis import content_terms, tokenize
-from citewise.retrieve.embedding import Embedder
-from citewise.retrieve.language import detect_language
 from citewise.retrieve.retriever import question_clause
+from citewise.text.analysis import content_terms, tokenize
+from citewise.text.language import detect_language
 from citewise.types import Evidence
 
 MAX_CANDIDATE_CHARS = 600

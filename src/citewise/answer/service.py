@@ -30,8 +30,8 @@ from citewise.answer.selection import (
     unknown_names,
 )
 from citewise.config import Settings
+from citewise.embed import Embedder
 from citewise.errors import CitewiseError
-from citewise.retrieve.embedding import Embedder
 from citewise.retrieve.retriever import Retriever, SearchResult, clean_query
 from citewise.store.base import Store
 from citewise.text.analysis import tokenize
@@ -186,8 +186,11 @@ class AnswerService:
             "count_tokens": self.embedder.count_tokens, "context_tokens": s.context_tokens,
             "max_tokens": s.llm_max_tokens, "temperature": s.llm_temperature,
             "support_threshold": s.support_threshold}
-        if s.answer_style != "write" and sentences:
-            return PickAnswerer(provider, fallback, style=s.answer_style,
+        style = s.answer_style
+        if style == "auto":  # the small bundled model answers better when it picks first
+            style = "pick-write" if s.llm_provider.strip().lower() == "local" else "write"
+        if style != "write" and sentences:
+            return PickAnswerer(provider, fallback, style=style,
                                 max_picked=s.answer_sentences, **common
                                 ).stream(question, evidence, turns)
         return LLMAnswerer(provider, fallback, **common).stream(question, evidence, turns)

@@ -8,7 +8,8 @@ arrives, :mod:`citewise.api.limits`), and translates citewise errors to HTTP sta
 handler (:data:`STATUS`; the error tree is drawn in :mod:`citewise.errors`). Responses of
 errors are ``{"detail": message, "code": error class}``. The OpenAPI schema is at ``/openapi.json``,
 its pages at ``/docs``; the chat UI is at ``/`` and the embeddable widget at ``/widget.js``
-(:mod:`citewise.api.routes.web`).
+(:mod:`citewise.api.routes.web`). The MCP server's streamable HTTP transport is at ``/mcp``
+(:mod:`citewise.api.mcp_server`).
 """
 
 from __future__ import annotations
@@ -20,11 +21,13 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI, Request
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse
+from starlette.routing import Route
 
 from citewise import __version__
 from citewise.api.auth import VISITOR_HEADER
 from citewise.api.deps import AppState
 from citewise.api.limits import BodyLimit, BodyTooLarge
+from citewise.api.mcp_server import McpEndpoint
 from citewise.api.origins import CrossOriginGuard
 from citewise.api.routes import chat, chats, documents, health, openai, scan, sources, web
 from citewise.api.sse import StreamCounter
@@ -91,9 +94,12 @@ def create_app(settings: Settings, engine: Engine | None = None) -> FastAPI:
     state = AppState(settings, engine, sessions, Agent(engine, sessions, lock), lock,
                      StreamCounter())
 
+    mcp = McpEndpoint(engine, write_lock=lock)
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        yield
+        async with mcp.running():
+            yield
         sessions.close()
 
     app = FastAPI(title="citewise", version=__version__, lifespan=lifespan,
@@ -113,6 +119,8 @@ def create_app(settings: Settings, engine: Engine | None = None) -> FastAPI:
     for module in (health, chat, chats, sources, documents, scan, openai, web):
         app.include_router(module.router)
     app.mount("/static", web.static_files(), name="static")
+    # the MCP server's streamable HTTP transport (docs/mcp.md); keys are checked per request
+    app.router.routes.append(Route("/mcp", mcp, include_in_schema=False))
     return app
 
 

@@ -28,7 +28,7 @@ WIDGET_ROUTES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("GET", re.compile(r"/api/health")),
     ("POST", re.compile(r"/api/chat")),
     ("POST", re.compile(r"/api/chat/stream")),
-    ("GET", re.compile(r"/api/chats/[^/]+")),
+    ("GET", re.compile(r"/api/chats/(?!feedback\.jsonl$)[^/]+")),  # one chat, not the export
     ("GET", re.compile(r"/widget\.js")),
 )
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from citewise.config import SearchMode
+from citewise.store.scope import check_scope
 
 
 def scrub(value: Any) -> Any:
@@ -30,6 +31,9 @@ class _In(BaseModel):
         return scrub(value)
 
 
+Scalar = str | int | float | bool
+
+
 class ChatFilters(_In):
     document_ids: list[str] | None = Field(None, max_length=1000,
                                            description="Search only these documents.")
@@ -38,6 +42,34 @@ class ChatFilters(_In):
     collections: list[str] | None = Field(
         None, max_length=100, description="Search only these collections (of those the "
         "caller's key may read).")
+    paths: list[str] | None = Field(
+        None, min_length=1, max_length=100,
+        description="Search only documents whose path matches one of these globs: '*.md', "
+        "'guides/' (a folder and below), 'hr/**/*.pdf'; a leading '/' anchors at the start "
+        "of the path. Case-sensitive.")
+    where: dict[str, Scalar | list[Scalar] | dict[Literal["gt", "gte", "lt", "lte"],
+                                                    str | int | float]] | None = Field(
+        None, max_length=50,
+        description="Search only documents whose metadata fields have these values (front "
+        "matter, PDF and DOCX properties such as author, subject, keywords, created; or "
+        "format, title): {'author': 'Ana', 'tags': ['hr', 'policy'], 'created': {'gte': "
+        "'2024-01-01'}}. Every field must match; one of a list's values is enough; a range "
+        "takes gt, gte, lt, lte (numbers as numbers, text such as ISO dates as text); letter "
+        "case is ignored.")
+    language: str | None = Field(None, min_length=2, max_length=3, pattern=r"^[a-z]{2,3}$",
+                                 description="Search only passages in this language (ISO "
+                                 "639-1 code, such as 'en').")
+
+    @field_validator("paths", "where")
+    @classmethod
+    def _scope(cls, value: Any, info: ValidationInfo) -> Any:
+        name = info.field_name or ""
+        if value is not None:
+            try:
+                check_scope({name: value})
+            except ValueError as err:
+                raise ValueError(str(err).removeprefix(f"filter '{name}': ")) from None
+        return value
 
 
 class ChatRequest(_In):
@@ -111,6 +143,24 @@ class ChatsPublic(BaseModel):
     next_offset: int | None = Field(description="Offset of the next page; null on the last.")
 
 
+class FeedbackRequest(_In):
+    rating: Literal[-1, 0, 1] = Field(description="1 thumbs up, -1 thumbs down, 0 none.")
+    comment: str = Field("", max_length=2000, description="What was good or wrong.")
+    sources: dict[str, Literal[-1, 1]] = Field(
+        default_factory=dict, max_length=100,
+        description="Thumbs on single cited sources: chunk id -> 1 (relevant) or -1 (not).")
+
+
+class FeedbackPublic(BaseModel):
+    rating: int
+    comment: str
+    sources: dict[str, int]
+
+
+class RenameRequest(_In):
+    title: str = Field(min_length=1, max_length=200)
+
+
 class MessagePublic(BaseModel):
     id: int
     role: str
@@ -120,6 +170,7 @@ class MessagePublic(BaseModel):
     search_query: str | None
     sources: list[dict[str, Any]]
     metrics: dict[str, Any]
+    feedback: FeedbackPublic | None = None
 
 
 class ChatDetail(ChatPublic):
@@ -151,6 +202,13 @@ class SourceDetail(BaseModel):
     span_start: int | None = Field(None, description="Where the cited part starts in "
                                    "source_text (for highlighting); null when not located.")
     span_end: int | None = Field(None, description="Where the cited part ends in source_text.")
+    focus_start: int | None = Field(
+        None, description="Where the asked document span (?start=&end=, a citation's "
+        "char_start/char_end: the supporting sentence) starts in source_text; null when not "
+        "asked or not inside the cited part.")
+    focus_end: int | None = Field(None, description="Where that span ends in source_text.")
+    format: str = Field("", description="The document's format (pdf: its pages can be shown "
+                        "as images, /api/sources/{chunk_id}/page/{n}.png).")
 
 
 class DocumentPublic(BaseModel):

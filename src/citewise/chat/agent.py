@@ -255,12 +255,17 @@ class Agent:
                 self.sessions.add_message(chat_id, "assistant", "".join(pieces),
                                           status="interrupted")
 
-    def _save_done(self, chat_id: str, answer: Answer, t0: float) -> DoneEvent:
+    def _save_done(self, chat_id: str, answer: Answer, t0: float,
+                   results: dict[str, Any] | None = None) -> DoneEvent:
+        """Save the answer; ``results`` (a tool's result by tool name: the scan's flags, the
+        ingest's files) is kept with it as ``metrics["tool_results"]``, so a reopened chat
+        shows them again."""
         answer = replace(answer, metrics={**answer.metrics,
                                           "total_ms": (time.perf_counter() - t0) * 1000})
+        kept = {**answer.metrics, "tool_results": results} if results else answer.metrics
         self.sessions.add_message(chat_id, "assistant", answer.text,
                                   sources=[citation_dict(c) for c in answer.citations],
-                                  metrics=answer.metrics)
+                                  metrics=kept)
         return DoneEvent(answer)
 
     # --- tools ----------------------------------------------------------------------------
@@ -388,9 +393,12 @@ class Agent:
         """The events of an approved or rejected action (taken with :meth:`take_action`)."""
         t0 = time.perf_counter()
         chat_id = action.chat_id
-        if "message_id" in action.input:
-            self.sessions.update_message(int(action.input["message_id"]), status="complete")
         what = action.input.get("path", action.input.get("document_id", ""))
+        if "message_id" in action.input:  # the decision replaces "Waiting for approval..."
+            self.sessions.update_message(
+                int(action.input["message_id"]), status="complete",
+                content=f"{'Approved' if approve else 'Rejected'}: {action.action} of "
+                        f"{Path(str(what)).name}.")
         try:
             if not approve:
                 yield ToolResultEvent(action.action, {"status": "rejected"})
@@ -398,9 +406,12 @@ class Agent:
                 yield self._save_done(chat_id, Answer("", text, (), False, "none"), t0)
                 return
             if action.action == "scan":
+                results: dict[str, Any] = {}
                 for event in self._run_scan("", str(action.input["document_id"])):
+                    if isinstance(event, ToolResultEvent):
+                        results[event.tool] = event.result
                     if isinstance(event, DoneEvent):
-                        event = self._save_done(chat_id, event.answer, t0)
+                        event = self._save_done(chat_id, event.answer, t0, results)
                     yield event
                 return
             path = self._allowed_path(str(what))  # checked again: it may have changed since
@@ -411,13 +422,14 @@ class Agent:
             with self.write_lock:
                 report = self.engine.ingest([path], collection=self._ingest_collection(path))
             counts = {s: report.count(s) for s in ("added", "updated", "unchanged", "failed")}
-            yield ToolResultEvent("ingest", {
-                **counts, "chunks": report.chunks,
-                "files": [{"path": f.path, "status": f.status, "chunks": f.chunks,
-                           "reason": f.reason} for f in report.files]})
+            result = {**counts, "chunks": report.chunks,
+                      "files": [{"path": f.path, "status": f.status, "chunks": f.chunks,
+                                 "reason": f.reason} for f in report.files]}
+            yield ToolResultEvent("ingest", result)
             text = (f"Ingested {Path(str(what)).name}: " + ", ".join(
                 f"{n} {s}" for s, n in counts.items()) + f" ({report.chunks} chunks).")
-            yield self._save_done(chat_id, Answer("", text, (), False, "none"), t0)
+            yield self._save_done(chat_id, Answer("", text, (), False, "none"), t0,
+                                  {"ingest": result})
         except CitewiseError as err:
             self.sessions.add_message(chat_id, "assistant", str(err), status="error")
             yield ErrorEvent(str(err), type(err).__name__)

@@ -1,7 +1,7 @@
 """The sessions database's schema: its migrations and their ledger, run by
 :func:`citewise.store.migrations.run_migrations` (the runner of every citewise schema).
 
-Versions of citewise before this module ran these same two steps as Alembic revisions
+Versions of citewise before this module ran the first two steps as Alembic revisions
 (``0001`` and ``0002``), and Alembic recorded the newest one in its one-row
 ``alembic_version`` table. The steps below make the same tables, columns, defaults and
 indexes, in SQLAlchemy Core on SQLite and PostgreSQL alike, and :class:`VersionTable` keeps
@@ -78,8 +78,31 @@ def owner(conn: Connection) -> None:
     conn.execute(text("CREATE INDEX ix_chats_owner_updated ON chats (owner, updated)"))
 
 
-#: The sessions schema, oldest first; the names are the Alembic revision ids they had.
-MIGRATIONS: list[Migration[Connection]] = [Migration("0001", initial), Migration("0002", owner)]
+def feedback(conn: Connection) -> None:
+    """``0003``: a reader's verdict on an assistant message (thumbs up or down, a comment,
+    thumbs on single sources), one row per message, exported as reranker training data."""
+    metadata = MetaData()
+    Table("chats", metadata, Column("id", String(32), primary_key=True))
+    Table("messages", metadata, Column("id", Integer, primary_key=True))
+    table = Table(
+        "feedback", metadata,
+        Column("message_id", Integer, ForeignKey("messages.id", ondelete="CASCADE"),
+               primary_key=True, autoincrement=False),
+        Column("chat_id", String(32), ForeignKey("chats.id", ondelete="CASCADE"),
+               nullable=False),
+        Column("rating", Integer, nullable=False, server_default="0"),
+        Column("comment", Text, nullable=False, server_default=""),
+        Column("sources", JSON, nullable=False),
+        Column("updated", Float, nullable=False),
+    )
+    Index("ix_feedback_chat_id", table.c.chat_id)
+    table.create(conn, checkfirst=False)
+
+
+#: The sessions schema, oldest first; the first two names are the Alembic revision ids they
+#: had.
+MIGRATIONS: list[Migration[Connection]] = [Migration("0001", initial), Migration("0002", owner),
+                                           Migration("0003", feedback)]
 
 
 class VersionTable:

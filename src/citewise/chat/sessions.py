@@ -16,6 +16,9 @@ postgresql://...``, the psycopg 3 driver; it may be the index's database):
   message keeps its ``sources`` (citations as JSON) and ``metrics``.
 - ``pending_actions``: an INGEST or SCAN waiting for approval, found by its random
   ``token``; taken exactly once.
+- ``feedback``: a reader's verdict on one assistant message: ``rating`` (1 up, -1 down, 0
+  none), a ``comment``, and ``sources``, thumbs on single cited passages (chunk id -> 1 or
+  -1). :meth:`SessionStore.training_examples` turns it into reranker training examples.
 
 The schema is created and upgraded when a :class:`SessionStore` opens, by the migrations of
 :mod:`citewise.chat.schema` (``0001``, ``0002``, ...), recorded in ``alembic_version`` as the
@@ -111,6 +114,29 @@ class PendingRow(Base):
     created: Mapped[float] = mapped_column(Float)
 
 
+class FeedbackRow(Base):
+    __tablename__ = "feedback"
+
+    message_id: Mapped[int] = mapped_column(
+        Integer, ForeignKey("messages.id", ondelete="CASCADE"), primary_key=True)
+    chat_id: Mapped[str] = mapped_column(String(32), ForeignKey("chats.id", ondelete="CASCADE"))
+    rating: Mapped[int] = mapped_column(Integer, default=0)
+    comment: Mapped[str] = mapped_column(Text, default="")
+    sources: Mapped[dict[str, int]] = mapped_column(JSON, default=dict)
+    updated: Mapped[float] = mapped_column(Float)
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """A verdict on an assistant message: ``rating`` 1, -1 or 0, ``comment``, and
+    ``sources`` (chunk id -> 1 or -1)."""
+
+    message_id: int
+    rating: int = 0
+    comment: str = ""
+    sources: dict[str, int] = field(default_factory=dict)
+
+
 @dataclass(frozen=True)
 class ChatInfo:
     id: str
@@ -164,7 +190,15 @@ def migrate(engine: SAEngine) -> None:
         run_migrations(conn, schema.MIGRATIONS, schema.VersionTable())
 
 
+def _fold(text: str | None) -> str | None:
+    return None if text is None else text.casefold()
+
+
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    # SQLite's lower() folds ASCII letters only, so the chat search (ILIKE, which SQLite
+    # runs as lower(x) LIKE lower(y)) missed "École" for "école": Python's case folding
+    # replaces it on these connections
+    dbapi_conn.create_function("lower", 1, _fold, deterministic=True)
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA foreign_keys=ON")
     cur.execute("PRAGMA journal_mode=WAL")
@@ -213,7 +247,8 @@ class SessionStore:
     def list_chats(self, *, limit: int = 50, offset: int = 0, q: str | None = None,
                    owner: str | None = None) -> tuple[list[ChatInfo], int]:
         """Chats, most recently updated first, and the total that match ``q`` (a
-        case-insensitive substring of the title)."""
+        case-insensitive substring of the title: Unicode case folding on SQLite; on
+        PostgreSQL ILIKE, which folds by the database's LC_CTYPE, ASCII only under C)."""
         counts = (select(MessageRow.chat_id, func.count().label("n"))
                   .group_by(MessageRow.chat_id).subquery())
         where: list[ColumnElement[bool]] = (
@@ -233,10 +268,22 @@ class SessionStore:
             ).all()
         return [ChatInfo(r.id, r.title, r.created, r.updated, n, r.summary) for r, n in rows], total
 
+    def rename_chat(self, chat_id: str, title: str, owner: str | None = None) -> ChatInfo | None:
+        """Give the chat ``title`` (spaces collapsed, cut to 200 characters; blank: "New
+        chat"); None when there is no such chat of ``owner``'s. ``updated`` is kept, so a
+        rename does not move the chat in the list."""
+        if self.get_chat(chat_id, owner) is None:
+            return None
+        title = " ".join(title.split())[:200] or "New chat"
+        with self._session() as s, s.begin():
+            s.execute(update(ChatRow).where(ChatRow.id == chat_id).values(title=title))
+        return self.get_chat(chat_id, owner)
+
     def delete_chat(self, chat_id: str, owner: str | None = None) -> bool:
         if owner is not None and self.get_chat(chat_id, owner) is None:
             return False
         with self._session() as s, s.begin():
+            s.execute(delete(FeedbackRow).where(FeedbackRow.chat_id == chat_id))
             s.execute(delete(MessageRow).where(MessageRow.chat_id == chat_id))
             s.execute(delete(PendingRow).where(PendingRow.chat_id == chat_id))
             deleted = s.execute(delete(ChatRow).where(ChatRow.id == chat_id))
@@ -268,6 +315,97 @@ class SessionStore:
                              .order_by(MessageRow.id)).all()
             return [MessageInfo(r.id, r.role, r.content, r.status, r.created, r.search_query,
                                 list(r.sources or []), dict(r.metrics or {})) for r in rows]
+
+    def truncate(self, chat_id: str, message_id: int) -> int:
+        """Delete message ``message_id`` of ``chat_id`` and every later one (with their
+        feedback and pending actions), as when a question is edited or an answer
+        regenerated; returns how many messages went. The rolling summary is kept only while
+        it covers no deleted message."""
+        with self._session() as s, s.begin():
+            ids = s.scalars(select(MessageRow.id).where(MessageRow.chat_id == chat_id,
+                                                        MessageRow.id >= message_id)).all()
+            if not ids:
+                return 0
+            s.execute(delete(FeedbackRow).where(FeedbackRow.message_id.in_(ids)))
+            for p in s.scalars(select(PendingRow).where(PendingRow.chat_id == chat_id)).all():
+                if int((p.input or {}).get("message_id", 0)) >= message_id:
+                    s.delete(p)
+            s.execute(delete(MessageRow).where(MessageRow.id.in_(ids)))
+            chat = s.get(ChatRow, chat_id)
+            if chat is not None and chat.summarized_upto >= message_id:
+                chat.summary, chat.summarized_upto = "", 0
+            return len(ids)
+
+    # --- feedback -------------------------------------------------------------------------
+    def set_feedback(self, chat_id: str, message_id: int, *, rating: int, comment: str = "",
+                     sources: dict[str, int] | None = None) -> Feedback | None:
+        """Record (or replace) the feedback on assistant message ``message_id`` of
+        ``chat_id``; None when the chat has no such assistant message. ``sources`` keeps
+        only chunk ids the message cites."""
+        with self._session() as s, s.begin():
+            msg = s.get(MessageRow, message_id)
+            if msg is None or msg.chat_id != chat_id or msg.role != "assistant":
+                return None
+            cited = {str(c.get("chunk_id")) for c in msg.sources or [] if isinstance(c, dict)}
+            kept = {k: (1 if v > 0 else -1) for k, v in (sources or {}).items()
+                    if k in cited and v}
+            row = s.get(FeedbackRow, message_id)
+            if row is None:
+                row = FeedbackRow(message_id=message_id, chat_id=chat_id)
+                s.add(row)
+            row.rating, row.comment, row.sources = rating, comment, kept
+            row.updated = time.time()
+        return Feedback(message_id, rating, comment, kept)
+
+    def feedback(self, chat_id: str) -> dict[int, Feedback]:
+        """The feedback on the chat's messages, by message id."""
+        with self._session() as s:
+            rows = s.scalars(select(FeedbackRow).where(FeedbackRow.chat_id == chat_id)).all()
+            return {r.message_id: Feedback(r.message_id, r.rating, r.comment,
+                                           dict(r.sources or {})) for r in rows}
+
+    def training_examples(self, owner: str | None = None) -> list[dict[str, Any]]:
+        """Reranker training examples from the feedback on chats of ``owner`` (None: all),
+        in the shape ``citewise train-reranker --jsonl`` reads: ``{"query", "positive",
+        "negative"}`` with chunk ids. The query is the question as it was searched (a
+        rewritten follow-up's standalone form). A source with its own thumb goes where the
+        thumb says; the other sources the answer cites follow the answer's thumb (up:
+        positive, down: negative). Examples without a positive are left out (a question
+        with only wrong passages teaches a reranker nothing it can rank against)."""
+        query = (select(FeedbackRow, MessageRow)
+                 .join(MessageRow, MessageRow.id == FeedbackRow.message_id)
+                 .join(ChatRow, ChatRow.id == FeedbackRow.chat_id)
+                 .order_by(FeedbackRow.message_id))
+        if owner is not None:
+            query = query.where(ChatRow.owner == owner)
+        with self._session() as s:
+            rows = s.execute(query).all()
+            out = []
+            for fb, msg in rows:
+                question = s.scalars(
+                    select(MessageRow).where(MessageRow.chat_id == msg.chat_id,
+                                             MessageRow.id < msg.id, MessageRow.role == "user")
+                    .order_by(MessageRow.id.desc()).limit(1)).first()
+                if question is None:
+                    continue
+                cited = _cited_numbers(msg.content)
+                positive: list[str] = []
+                negative: list[str] = []
+                for c in msg.sources or []:
+                    chunk = str(c.get("chunk_id", "")) if isinstance(c, dict) else ""
+                    if not chunk:
+                        continue
+                    vote = (fb.sources or {}).get(chunk)
+                    if vote is None and c.get("n") in cited:
+                        vote = fb.rating
+                    if vote and vote > 0:
+                        positive.append(chunk)
+                    elif vote and vote < 0:
+                        negative.append(chunk)
+                if positive:
+                    out.append({"query": question.search_query or question.content,
+                                "positive": positive, "negative": negative})
+        return out
 
     # --- pending actions ------------------------------------------------------------------
     def add_pending(self, chat_id: str, action: str, input: dict[str, Any]) -> str:
@@ -349,6 +487,14 @@ class SessionStore:
                     s.execute(update(ChatRow).where(ChatRow.id == chat_id)
                               .values(summary=summary, summarized_upto=folded[-1][0]))
         return History(summary, tuple(t for _, t in kept), last_query)
+
+
+_CITATION = re.compile(r"\[(\d{1,3}(?:\s*,\s*\d{1,3})*)\]")
+
+
+def _cited_numbers(text: str) -> set[int]:
+    """The source numbers ``[n]`` / ``[n, m]`` in an answer's text."""
+    return {int(n) for m in _CITATION.finditer(text) for n in m.group(1).split(",")}
 
 
 def _escape_like(text: str) -> str:
@@ -458,6 +604,6 @@ def rewrite_with_llm(provider: ChatProvider, query: str, turns: Sequence[Turn],
     return text if _WORD.search(text) else rewrite_follow_up(query, last_query)
 
 
-__all__ = ["ChatInfo", "History", "MessageInfo", "PendingAction", "SessionStore",
+__all__ = ["ChatInfo", "Feedback", "History", "MessageInfo", "PendingAction", "SessionStore",
            "is_follow_up", "llm_summariser", "migrate", "rewrite_follow_up",
            "rewrite_with_llm", "rule_summary"]

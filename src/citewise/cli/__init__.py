@@ -1,9 +1,10 @@
-"""The ``citewise`` command line (Typer): ingest, ask, chat, serve, search, status, reindex,
-migrate, scan, eval, train-reranker.
+"""The ``citewise`` command line (Typer): ingest, ask, chat, serve, mcp, search, status,
+reindex, migrate, scan, eval, train-reranker.
 
 This module only builds :data:`app`; each command group lives in its own module (``ingest``:
-ingest, status, reindex, migrate; ``ask``: ask, chat, search; ``serve``; ``scan``; ``eval``;
-``train``: train-reranker) and :mod:`citewise.cli.common` holds what they share.
+ingest, status, reindex, migrate; ``ask``: ask, chat, search; ``serve``: serve, mcp;
+``scan``; ``eval``; ``train``: train-reranker) and :mod:`citewise.cli.common` holds what they
+share.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ app.command()(ingest.ingest)
 app.command()(ask.ask)
 app.command()(ask.chat)
 app.command()(serve.serve)
+app.command()(serve.mcp)
 app.command()(ask.search)
 app.command()(ingest.status)
 app.command()(ingest.reindex)

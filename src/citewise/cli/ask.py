@@ -41,13 +41,17 @@ def _print_sources(answer: Answer) -> None:
 
 
 def _print_checks(answer: Answer) -> None:
-    """On stderr: the LLM fallback note and each sentence the support check rejected."""
+    """On stdout, below the answer: each sentence the support check rejected (the reader of
+    the answer must see which sentences its sources do not back, not only a log); on stderr:
+    the LLM fallback note."""
     if answer.fallback_reason:
         err_console.print(f"[yellow]note:[/] extractive answer; the LLM failed: "
                           f"{escape(answer.fallback_reason)}")
     for s in answer.unsupported:
-        why = "no citation" if not s.citations else f"support {s.support:.2f}"
-        err_console.print(f"[yellow]unsupported ({why}):[/] {escape(s.text)}")
+        why = "it cites nothing" if not s.citations else (
+            f"support {s.support:.2f} from {', '.join(f'[{n}]' for n in s.citations)}")
+        console.print(f"[yellow]not supported by the sources ({why}):[/] {escape(s.text)}",
+                      soft_wrap=True)
 
 
 class _StatusLine:
@@ -124,6 +128,31 @@ def _stream_answer(events: Iterable[Event], live: bool, prefix: str = "") -> Ans
 
 ExtractiveOpt = Annotated[bool, typer.Option(
     "--extractive", help="Quote evidence sentences instead of asking the LLM.")]
+WhereOpt = Annotated[list[str] | None, typer.Option(
+    "--where", "-w", metavar="FIELD=VALUE",
+    help="Only documents whose metadata FIELD (front matter, PDF/DOCX properties such as "
+    "author, keywords, created; format, title) equals VALUE, letter case ignored; "
+    "FIELD>=VALUE, <=, >, < compare (numbers as numbers, ISO dates as text). Repeat for more "
+    "conditions (all must hold); the same field twice with = matches either value.")]
+PathOpt = Annotated[list[str] | None, typer.Option(
+    "--path", "-p", metavar="GLOB",
+    help="Only documents whose path matches GLOB: '*.md', 'guides/' (a folder and below), "
+    "'hr/**/*.pdf'; a leading '/' anchors at the start of the path. Repeat for more.")]
+CollectionOpt = Annotated[list[str] | None, typer.Option(
+    "--collection", "-c", help="Only documents of this collection. Repeat for more.")]
+LanguageOpt = Annotated[str | None, typer.Option(
+    "--language", help="Only passages in this language (ISO 639-1 code, such as en).")]
+
+
+def _scope(where: list[str] | None, paths: list[str] | None, collections: list[str] | None,
+           language: str | None) -> dict[str, Any] | None:
+    """The store filters of the scoping options; a bad one exits 2 naming the option."""
+    from citewise.store.scope import cli_filters
+
+    try:
+        return cli_filters(where or (), paths or (), collections or (), language)
+    except ValueError as err:
+        raise typer.BadParameter(str(err)) from None
 
 
 def ask(
@@ -131,19 +160,26 @@ def ask(
     extractive: ExtractiveOpt = False,
     top_k: TopKOpt = None,
     fmt: FormatOpt = OutputFormat.text,
+    where: WhereOpt = None,
+    path: PathOpt = None,
+    collection: CollectionOpt = None,
+    language: LanguageOpt = None,
 ) -> None:
-    """Answer a question with numbered citations and the sources below it (streamed)."""
+    """Answer a question with numbered citations and the sources below it (streamed).
+    --where, --path, --collection and --language limit the documents it reads."""
+    filters = _scope(where, path, collection, language)
     with errors():
         engine = build_engine()
-        events = engine.ask_stream(question, top_k=top_k, extractive=extractive)
+        events = engine.ask_stream(question, top_k=top_k, extractive=extractive,
+                                   filters=filters)
         answer = _stream_answer(events, live=fmt is OutputFormat.text)
     if fmt is OutputFormat.json:
         out = jsonable(answer)
         out["unsupported"] = [s["text"] for s in out["support"] if not s["supported"]]
         print(json.dumps(out, ensure_ascii=False))
         return
-    _print_sources(answer)
     _print_checks(answer)
+    _print_sources(answer)
 
 
 def chat(
@@ -172,8 +208,8 @@ def chat(
             except CitewiseError as err:  # a bad question does not end the conversation
                 err_console.print(f"[bold red]error:[/] {escape(str(err))}")
                 continue
-            _print_sources(answer)
             _print_checks(answer)
+            _print_sources(answer)
             if answer.found:
                 history.append((question, answer.text))
 
@@ -192,10 +228,17 @@ def search(
     top_k: TopKOpt = None,
     per_file: Annotated[int | None, typer.Option(min=1, help="Chunks per file.")] = None,
     fmt: FormatOpt = OutputFormat.text,
+    where: WhereOpt = None,
+    path: PathOpt = None,
+    collection: CollectionOpt = None,
+    language: LanguageOpt = None,
 ) -> None:
-    """Ranked chunks with file, page/lines, section and each stage's score."""
+    """Ranked chunks with file, page/lines, section and each stage's score. --where, --path,
+    --collection and --language limit the documents searched."""
+    filters = _scope(where, path, collection, language)
     with errors():
-        result = build_engine().search(query, mode=mode, top_k=top_k, per_file=per_file, min_score=0.0)
+        result = build_engine().search(query, mode=mode, top_k=top_k, per_file=per_file,
+                                       min_score=0.0, filters=filters)
     if fmt is OutputFormat.json:
         hits = []
         for i, h in enumerate(result.hits, start=1):

@@ -27,7 +27,6 @@ in that language is relevant enough, the evidence comes from the others, as befo
 
 from __future__ import annotations
 
-import math
 import re
 import time
 import unicodedata
@@ -38,11 +37,12 @@ from typing import Any
 import numpy as np
 
 from citewise.config import SearchMode, Settings
+from citewise.embed import Embedder
 from citewise.errors import QueryError
-from citewise.retrieve.embedding import Embedder
 from citewise.retrieve.fusion import fuse
 from citewise.retrieve.rerank import Reranker, passage_text, sigmoid
-from citewise.store.base import Store
+from citewise.store.base import Store, check_filters
+from citewise.store.bm25 import idf as bm25_idf
 from citewise.text.analysis import content_terms, tokenize
 from citewise.text.language import UNDETERMINED, detect_language
 from citewise.types import Hit
@@ -123,7 +123,7 @@ def document_idf(chunk_terms: list[frozenset[str]], terms: list[str],
     for t in dict.fromkeys(terms):
         df = sum(t in c for c in chunk_terms)
         if df:
-            weight = math.log(1 + (n - df + 0.5) / (df + 0.5))
+            weight = bm25_idf(n, df)
             if collection_df and collection_df.get(t):
                 weight *= 1 - concentration * min(1.0, df / collection_df[t])
             out[t] = weight
@@ -217,11 +217,17 @@ class Retriever:
 
         ``k`` candidates are taken from each leg (default ``dense_k``/``sparse_k``); stage
         durations in ms are added to ``timings``; ``query_vec`` is the question's embedding
-        when the caller already has it. Raises QueryError for a blank question.
+        when the caller already has it. Raises QueryError for a blank question or a malformed
+        filter (the message names it).
         """
         mode = SearchMode(mode)
         clock = _Clock(timings if timings is not None else {})
         query = clean_query(query, self.settings.max_query_chars)
+        if filters:
+            try:
+                check_filters(filters)
+            except ValueError as err:
+                raise QueryError(str(err)) from None
         language = detect_language(query)
         terms = tokenize(query, language)
         if mode is SearchMode.SPARSE:
@@ -423,7 +429,7 @@ class Retriever:
         terms_of = self.store.terms_of(list(loaded))
         hits = [h for h in hits if h.chunk_id in loaded]
         n_docs, df = self.store.term_document_frequencies(list(dict.fromkeys(terms)))
-        idf = {t: math.log(1 + (n_docs - d + 0.5) / (d + 0.5)) for t, d in df.items()}
+        idf = {t: bm25_idf(n_docs, d) for t, d in df.items()}
         total_idf = sum(idf[t] for t in dict.fromkeys(terms)) or 1.0
         lo, hi = self.embedder.cosine_range
         missing = [i for i, h in enumerate(hits) if h.dense is None]

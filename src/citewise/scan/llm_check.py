@@ -14,10 +14,18 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Callable
 
 from citewise.answer.providers import ChatProvider, Message
-from citewise.errors import ProviderError
-from citewise.scan.checks import Checker, CheckResult, Clause, Verdict, locate_quote
+from citewise.errors import CitewiseError, ProviderError
+from citewise.scan.checks import (
+    Checker,
+    CheckResult,
+    Clause,
+    DeterministicChecker,
+    Verdict,
+    locate_quote,
+)
 from citewise.scan.playbook import Rule
 
 log = logging.getLogger(__name__)
@@ -98,3 +106,22 @@ class LLMChecker:
 
 
 __all__ = ["LLMChecker", "parse_reply"]
+
+
+def choose_checker(mode: str, provider_name: str,
+                   open_provider: Callable[[], ChatProvider | None]) -> Checker:
+    """The clause checker for ``mode`` (``auto``, ``llm`` or ``rules``; see
+    ``Settings.scan_checker``) with the provider named ``provider_name``: the LLM checker over
+    ``open_provider()``, falling back to the deterministic checker; ``rules``, provider
+    ``none``, ``auto`` with the bundled ``local`` model, or a provider that cannot be opened
+    (CitewiseError, logged) give the deterministic checker alone."""
+    rules = DeterministicChecker()
+    name = provider_name.strip().lower()
+    if mode == "rules" or name == "none" or (mode == "auto" and name == "local"):
+        return rules
+    try:
+        provider = open_provider()
+    except CitewiseError as err:
+        log.warning("scan: LLM provider unavailable, using the rule checks: %s", err)
+        return rules
+    return LLMChecker(provider, rules) if provider is not None else rules

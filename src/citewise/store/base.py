@@ -21,7 +21,9 @@ and/or ``{"collections": [...]}`` (documents of these collections only; an empty
 nothing). Filters apply before ranking: the top ``k`` are the best ``k`` of the chunks that
 pass, never the passing part of an unfiltered top ``k`` (which would silently lose results), and/or
 ``{"language": "ru"}`` (chunks whose detected language, :attr:`Chunk.language`, is that
-ISO 639-1 code).
+ISO 639-1 code), ``{"paths": ["docs/**/*.md"]}`` (documents whose path matches a glob) and
+``{"where": {"author": "Ana"}}`` (documents whose metadata field has that value): see
+:mod:`citewise.store.scope`, which resolves those two to document ids for every store.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from citewise.store.scope import check_scope
 from citewise.types import Chunk, Document, Hit
 
 
@@ -57,11 +60,12 @@ def nested_read_transaction(local: Any, execute: Callable[[str], object],
 Filters = Mapping[str, Any]
 
 #: The filter keys every store understands (see the module docstring).
-FILTER_KEYS = ("document_ids", "path_prefix", "collections", "language")
+FILTER_KEYS = ("document_ids", "path_prefix", "collections", "language", "paths", "where")
 
 
 def check_filters(filters: Filters) -> None:
-    """Raise ValueError naming unknown filter keys, or a ``collections`` that is not a list."""
+    """Raise ValueError naming unknown filter keys, a ``collections`` that is not a list, or
+    a malformed ``language``, ``paths`` or ``where``."""
     unknown = set(filters) - set(FILTER_KEYS)
     if unknown:
         raise ValueError(f"unknown filter(s) {sorted(unknown)}; valid: {', '.join(FILTER_KEYS)}")
@@ -69,6 +73,10 @@ def check_filters(filters: Filters) -> None:
     if names is not None and (isinstance(names, str) or not all(isinstance(n, str)
                                                                 for n in names)):
         raise ValueError("filter 'collections' must be a list of collection names")
+    language = filters.get("language")
+    if language is not None and not isinstance(language, str):
+        raise ValueError("filter 'language' must be one ISO 639-1 code, such as 'en'")
+    check_scope(filters)
 
 
 @dataclass(frozen=True)

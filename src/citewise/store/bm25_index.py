@@ -113,12 +113,16 @@ class BM25Index:
 
     def cached_mask(self, key: object, allowed_rowids: np.ndarray | None = None) -> np.ndarray | None:
         """The bool (n,) mask of the chunks a filter lets through, cached under ``key`` for
-        this index's lifetime (one generation; at most 16 kept). With ``allowed_rowids`` the
+        this index's lifetime (one generation; at most 16 kept; an unhashable ``key`` is never
+        cached). With ``allowed_rowids`` the
         mask is computed and stored; without, the cached one or None is returned."""
+        cacheable = hashable(key)
         if allowed_rowids is None:
-            return self._masks.get(key)
+            return self._masks.get(key) if cacheable else None
         mask = np.zeros(self.size, dtype=bool)
         mask[self.positions_of(allowed_rowids)] = True
+        if not cacheable:  # e.g. a ``where`` condition holding a list
+            return mask
         if len(self._masks) >= 16:
             self._masks.pop(next(iter(self._masks)))
         self._masks[key] = mask
@@ -160,6 +164,15 @@ class BM25Index:
         order = np.lexsort((hit, -scores[hit]))[:k]
         best = hit[order]
         return self.rowids[best], scores[best]
+
+
+def hashable(key: object) -> bool:
+    """True when ``key`` can key a dict (a filter whose ``where`` holds a list cannot)."""
+    try:
+        hash(key)
+    except TypeError:
+        return False
+    return True
 
 
 def query_counts(terms: Sequence[str]) -> dict[str, int]:

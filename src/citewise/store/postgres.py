@@ -56,6 +56,7 @@ from citewise.errors import ConfigError, IndexError_
 from citewise.store.base import Filters, IndexInfo, nested_read_transaction
 from citewise.store.bm25 import idf_sql, term_score_sql
 from citewise.store.migrations import named, pending, run_migrations
+from citewise.store.scope import scoped_document_ids
 from citewise.store.sql import (
     BINDING_KEYS,
     DOC_COLS,
@@ -679,8 +680,7 @@ class PostgresStore(SQLStore):
         return IndexInfo(int(docs), int(chunks), model, dim, int(size), redact_url(self.url))
 
     # --- filters --------------------------------------------------------------------------
-    @staticmethod
-    def _filter_sql(filters: Filters | None) -> tuple[str, list[Any]]:
+    def _filter_sql(self, filters: Filters | None) -> tuple[str, list[Any]]:
         """A condition over ``chunks c`` for ``filters`` ("" for none) and its parameters.
         Raises ValueError naming unknown filter keys."""
         wanted = ChunkFilter.parse(filters)
@@ -702,6 +702,9 @@ class PostgresStore(SQLStore):
         if language := wanted.language:
             clauses.append("c.language = %s")
             params.append(language)
+        if (scope := wanted.scope) is not None:  # paths and where: the documents that pass
+            clauses.append("c.document_id = ANY(%s)")
+            params.append(scoped_document_ids(self, scope))  # [] matches nothing
         return " AND ".join(clauses), params
 
     # --- dense ----------------------------------------------------------------------------

@@ -112,12 +112,17 @@ def chunk_values(chunk: Chunk, document_id: str, terms: str, n_terms: int,
 class ChunkFilter:
     """The search filters (see :mod:`citewise.store.base`) as typed values: ``document_ids``
     (empty: any document), ``path_prefix`` ("" any path), ``collections`` (None any
-    collection; empty: none, so nothing matches), ``language`` ("" any language)."""
+    collection; empty: none, so nothing matches), ``language`` ("" any language), ``paths``
+    (path globs, empty: any path) and ``where`` (metadata conditions as ``(field, wanted)``
+    pairs, empty: any document); the last two are resolved by the store to document ids
+    (:attr:`scope`, :func:`citewise.store.scope.scoped_document_ids`)."""
 
     document_ids: tuple[str, ...] = ()
     path_prefix: str = ""
     collections: tuple[str, ...] | None = None
     language: str = ""
+    paths: tuple[str, ...] = ()
+    where: tuple[tuple[str, Any], ...] = ()
 
     @classmethod
     def parse(cls, filters: Filters | None) -> ChunkFilter | None:
@@ -129,8 +134,21 @@ class ChunkFilter:
         check_filters(filters)
         names = filters.get("collections")
         parsed = cls(tuple(filters.get("document_ids") or ()), filters.get("path_prefix") or "",
-                     None if names is None else tuple(names), filters.get("language") or "")
+                     None if names is None else tuple(names), filters.get("language") or "",
+                     tuple(filters.get("paths") or ()),
+                     tuple((filters.get("where") or {}).items()))
         return None if parsed == cls() else parsed
+
+    @property
+    def scope(self) -> dict[str, Any] | None:
+        """The ``paths`` and ``where`` filters as :func:`~citewise.store.scope.in_scope`
+        takes them, or None when neither is given."""
+        out: dict[str, Any] = {}
+        if self.paths:
+            out["paths"] = list(self.paths)
+        if self.where:
+            out["where"] = dict(self.where)
+        return out or None
 
     @property
     def matches_nothing(self) -> bool:

@@ -36,6 +36,7 @@ Migrations are named, ordered functions (``m001_initial``...) applied once each 
 
 from __future__ import annotations
 
+import json
 import logging
 import sqlite3
 import threading
@@ -51,8 +52,9 @@ import numpy as np
 from citewise.errors import IndexChangedError, IndexError_
 from citewise.store.base import Filters, IndexInfo, nested_read_transaction
 from citewise.store.bm25 import BM25_B, BM25_K1, bm25_scores
-from citewise.store.bm25_index import BM25Index, query_counts
+from citewise.store.bm25_index import BM25Index, hashable, query_counts
 from citewise.store.migrations import named, run_migrations
+from citewise.store.scope import scoped_document_ids
 from citewise.store.sql import (
     BINDING_KEYS,
     DOC_COLS,
@@ -543,8 +545,7 @@ class SQLiteStore(SQLStore):
         return IndexInfo(docs, chunks, model, dim, size, str(self.path))
 
     # --- filters --------------------------------------------------------------------------
-    @staticmethod
-    def _filter_clauses(filters: Filters | None) -> tuple[list[str], list[object]] | None:
+    def _filter_clauses(self, filters: Filters | None) -> tuple[list[str], list[object]] | None:
         """SQL conditions on ``chunks c JOIN documents d`` for ``filters``: None when nothing
         is filtered, ``(["0"], [])`` when nothing can match (no readable collection). Raises
         ValueError for an unknown filter key."""
@@ -567,6 +568,12 @@ class SQLiteStore(SQLStore):
         if language := wanted.language:
             clauses.append("c.language = ?")
             params.append(language)
+        if (scope := wanted.scope) is not None:  # paths and where: the documents that pass
+            scoped = scoped_document_ids(self, scope)
+            if not scoped:
+                return ["0"], []
+            clauses.append("c.document_id IN (SELECT value FROM json_each(?))")
+            params.append(json.dumps(scoped))
         return clauses, params
 
     def _filter_rowids(self, filters: Filters | None) -> np.ndarray | None:
@@ -627,7 +634,8 @@ class SQLiteStore(SQLStore):
                            filters: Filters | None) -> np.ndarray:
         """Positions in ``matrix`` of the chunks ``wanted`` lets through, int64 ascending
         (cached on the matrix: one generation, so the same rows)."""
-        positions = matrix.allowed.get(wanted)
+        cacheable = hashable(wanted)
+        positions = matrix.allowed.get(wanted) if cacheable else None
         if positions is None:
             allowed = self._filter_rowids(filters)
             allowed = np.zeros(0, dtype=np.int64) if allowed is None else allowed
@@ -635,6 +643,8 @@ class SQLiteStore(SQLStore):
             inside = at < matrix.rowids.shape[0]
             at, allowed = at[inside], allowed[inside]
             positions = np.unique(at[matrix.rowids[at] == allowed])
+            if not cacheable:  # e.g. a ``where`` condition holding a list
+                return positions
             if len(matrix.allowed) >= 16:
                 matrix.allowed.pop(next(iter(matrix.allowed)))
             matrix.allowed[wanted] = positions

@@ -9,7 +9,9 @@
  *
  * Everything lives in a Shadow DOM under <citewise-widget>, with its own styles reset at the
  * host, so the page's styles do not reach in and the widget's do not reach out. Text from the
- * server is inserted as text, never as HTML. Nothing else is loaded.
+ * server is inserted as text, never as HTML: answers go through the chat page's own safe
+ * Markdown renderer (static/markdown.js), which the server puts in this script where the
+ * marker below stands, so /widget.js is still one file. Nothing else is loaded.
  */
 (function () {
   "use strict";
@@ -42,6 +44,12 @@
   }
   var visitor = visitorToken();
 
+  // the chat page's Markdown renderer (static/markdown.js), inlined by the server
+  var markdown = (function () {
+    /* @citewise-markdown@ */
+    return { render: renderMarkdown };
+  })();
+
   var CSS = [
     ":host{all:initial;position:fixed;z-index:2147483000;left:0;top:0;width:0;height:0;",
     "font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;font-size:14px;line-height:1.45;color:#1b1f24}",
@@ -57,11 +65,21 @@
     ".head{display:flex;align-items:center;gap:8px;padding:8px 10px;background:#0b57d0;color:#fff}",
     ".head h2{margin:0;font-size:15px;flex:1}",
     ".head button{background:transparent;border:none;color:#fff;font-size:20px;cursor:pointer;padding:0 6px}",
+    ".head button.new{font-size:12px;border:1px solid rgba(255,255,255,.6);border-radius:6px;padding:2px 8px}",
     ".status{font-size:12px;padding:4px 10px;background:#f6f7f9;color:#57606a;border-bottom:1px solid #d0d7de}",
-    ".status[data-state=down]{color:#b3261e;background:#fdecea}",
+    ".status[data-state=down],.status[data-state=cors]{color:#b3261e;background:#fdecea}",
     ".log{flex:1;overflow:auto;padding:10px;display:flex;flex-direction:column;gap:8px}",
     ".msg{padding:8px 10px;border-radius:8px;max-width:92%;word-wrap:break-word}",
     ".msg p{margin:0 0 6px}.msg p:last-child{margin-bottom:0}",
+    ".msg pre{background:#f0f2f5;padding:6px 8px;border-radius:6px;overflow:auto;margin:0 0 6px;font-size:12px}",
+    ".msg code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;background:#f0f2f5;padding:0 3px;border-radius:3px}",
+    ".msg pre code{padding:0;background:none}",
+    ".msg ul,.msg ol{margin:0 0 6px;padding-left:20px}",
+    ".msg blockquote{margin:0 0 6px;padding-left:8px;border-left:3px solid #d0d7de;color:#57606a}",
+    ".msg h3,.msg h4,.msg h5,.msg h6{margin:4px 0;font-size:14px}",
+    ".msg a{color:#0b57d0}",
+    ".bot .note{margin:6px 0 0;font-size:12px;color:#57606a}",
+    ".bot .progress{margin:0;color:#57606a;font-size:13px}",
     ".user{align-self:flex-end;background:#e8f0fe}",
     ".bot{align-self:flex-start;background:#f6f7f9;border:1px solid #d0d7de}",
     ".bot.error{border-color:#b3261e;color:#b3261e}",
@@ -73,9 +91,18 @@
     "form{display:flex;gap:6px;padding:8px;border-top:1px solid #d0d7de}",
     "input{flex:1;min-width:0;padding:7px 9px;border:1px solid #d0d7de;border-radius:6px;background:#fff}",
     "form button{padding:7px 12px;border-radius:6px;border:1px solid #0b57d0;background:#0b57d0;color:#fff;cursor:pointer}",
+    "form button.stop{background:#fff;color:#b3261e;border-color:#b3261e}",
+    "form button[hidden]{display:none}",
     "input:disabled,form button:disabled{opacity:.55;cursor:not-allowed}",
     ".sr{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}",
     "@media (max-width:600px){.panel{left:0!important;top:0!important;width:100vw;height:100vh;max-height:none;border-radius:0}}",
+    // dark when the visitor's system is (the page's own colours are not reachable from here)
+    "@media (prefers-color-scheme:dark){:host{color:#e6e9ed}",
+    ".panel{background:#181c22;border-color:#343b45}.status{background:#0f1216;color:#a3adb8;border-color:#343b45}",
+    ".user{background:#1d2a3f}.bot{background:#0f1216;border-color:#343b45}",
+    ".msg pre,.msg code{background:#232830}.msg a,.cite,.sources a{color:#8ab4f8}",
+    "form{border-color:#343b45}input{background:#0f1216;border-color:#343b45}",
+    ".status[data-state=down],.status[data-state=cors]{color:#ffb4ab;background:#3d1714}}",
   ].join("");
 
   var host = document.createElement("citewise-widget");
@@ -85,21 +112,32 @@
     '<button class="launcher" type="button" aria-expanded="false" aria-controls="panel" ' +
     'title="' + "Ask the docs (drag to move; Shift+arrow keys move it too)" + '">Ask</button>' +
     '<section class="panel" id="panel" role="dialog" aria-label="" hidden>' +
-    '<div class="head"><h2></h2><button class="close" type="button" aria-label="Close">×</button></div>' +
+    '<div class="head"><h2></h2><button class="new" type="button">New chat</button>' +
+    '<button class="close" type="button" aria-label="Close">×</button></div>' +
     '<div class="status" role="status" aria-live="polite" data-state="checking">Connecting…</div>' +
     '<div class="log" role="log" aria-live="polite"></div>' +
     '<form><label class="sr" for="q">Your question</label>' +
     '<input id="q" name="q" autocomplete="off" placeholder="Ask a question…" disabled>' +
-    '<button type="submit" disabled>Send</button></form></section>';
+    '<button type="submit" class="send" disabled>Send</button>' +
+    '<button type="button" class="stop" hidden>Stop</button></form></section>';
 
   var $ = function (sel) { return root.querySelector(sel); };
   var launcher = $(".launcher"), panel = $(".panel"), log = $(".log"), status = $(".status");
-  var form = $("form"), input = $("input"), send = $("form button");
+  var form = $("form"), input = $("input"), send = $("form .send"), stop = $("form .stop");
   $(".head h2").textContent = title;
   panel.setAttribute("aria-label", title);
 
-  var api = null, busy = false, checked = false;
-  var conversation = sessionStorage.getItem(CHAT_KEY);
+  var api = null, busy = false, checked = false, controller = null;
+  // the visitor's chat, kept across page loads of the site (the server checks it is theirs)
+  var conversation = null, restored = false;
+  try { conversation = localStorage.getItem(CHAT_KEY); } catch (e) { conversation = null; }
+
+  function keepChat(id) {
+    conversation = id;
+    try {
+      if (id) localStorage.setItem(CHAT_KEY, id); else localStorage.removeItem(CHAT_KEY);
+    } catch (e) { /* private mode: this page only */ }
+  }
 
   // --- position ------------------------------------------------------------------------
   var SIZE = 56, MARGIN = 8;
@@ -192,15 +230,49 @@
       .finally(function () { clearTimeout(timer); });
   }
 
+  // A cross-origin fetch fails the same way whether the server is down or its CORS setting
+  // leaves this site out; a no-cors request (an opaque answer, nothing readable) tells them
+  // apart: it gets through to a running server either way.
+  function reachable(base) {
+    var ctl = new AbortController();
+    var timer = setTimeout(function () { ctl.abort(); }, 4000);
+    return fetch(base + "/api/health", { mode: "no-cors", cache: "no-store", signal: ctl.signal })
+      .then(function () { return true; }, function () { return false; })
+      .finally(function () { clearTimeout(timer); });
+  }
+
+  function notAllowed() {
+    return "This site (" + location.origin + ") is not allowed to use the assistant: the " +
+      "server must list it in CITEWISE_CORS_ORIGINS.";
+  }
+
+  function unreachable() {
+    return "Cannot reach the assistant's server right now; try again later.";
+  }
+
+  /** The reason no server answered: the first one that is up but refuses this origin, else
+   * none is up. */
+  function diagnose() {
+    var i = 0;
+    var next = function () {
+      if (i >= candidates.length) return Promise.resolve({ text: unreachable(), state: "down" });
+      var base = candidates[i++];
+      return reachable(base).then(function (up) {
+        return up ? { text: notAllowed(), state: "cors" } : next();
+      });
+    };
+    return next();
+  }
+
   function connect() {
     checked = true;
     setStatus("Connecting…", "checking");
     var tryAt = function (i) {
       if (i >= candidates.length) {
         api = null;
-        setStatus("The assistant is offline right now; try again later.", "down");
         input.disabled = send.disabled = true;
         checked = false; // the next opening tries again
+        diagnose().then(function (why) { if (!api) setStatus(why.text, why.state); });
         return;
       }
       health(candidates[i]).then(function (h) {
@@ -209,6 +281,7 @@
         setStatus(h.documents + " documents indexed", "ok");
         input.disabled = send.disabled = busy;
         if (!panel.hidden) input.focus();
+        restore();
       }, function () { tryAt(i + 1); });
     };
     tryAt(0);
@@ -221,8 +294,6 @@
     if (text !== undefined) n.textContent = text;
     return n;
   }
-
-  var INLINE = /\*\*([^*\n]+)\*\*|\[(\d{1,3}(?:\s*,\s*\d{1,3})*)\](?!\()/g;
 
   function citeLink(n, sources) {
     var s = sources && sources[n - 1];
@@ -237,24 +308,7 @@
   }
 
   function render(node, text, sources) {
-    node.replaceChildren();
-    text.split(/\n\s*\n/).forEach(function (para) {
-      if (!para.trim()) return;
-      var p = el("p");
-      para.split("\n").forEach(function (line, i) {
-        if (i) p.append(el("br"));
-        var last = 0, m;
-        INLINE.lastIndex = 0;
-        while ((m = INLINE.exec(line))) {
-          p.append(line.slice(last, m.index));
-          if (m[1] !== undefined) p.append(el("strong", "", m[1]));
-          else m[2].split(",").forEach(function (k) { p.append(citeLink(parseInt(k, 10), sources)); });
-          last = INLINE.lastIndex;
-        }
-        p.append(line.slice(last));
-      });
-      node.append(p);
-    });
+    node.replaceChildren(markdown.render(text, function (n) { return citeLink(n, sources); }));
     if (sources && sources.length) {
       var list = el("ol", "sources");
       list.setAttribute("aria-label", "Sources");
@@ -296,6 +350,38 @@
     return pump();
   }
 
+  /** The kept chat's messages, shown once per page load (a chat the server no longer has,
+   * or not this visitor's, is forgotten). */
+  function restore() {
+    if (restored || !conversation || busy || log.childElementCount) return;
+    restored = true;
+    fetch(api + "/api/chats/" + encodeURIComponent(conversation),
+      { headers: { "X-Citewise-Visitor": visitor } })
+      .then(function (r) {
+        if (r.status === 404) { keepChat(null); return null; }
+        return r.ok ? r.json() : null;
+      })
+      .then(function (chat) {
+        if (!chat || log.childElementCount) return;
+        chat.messages.forEach(function (m) {
+          if (m.role === "user") { log.append(el("div", "msg user", m.content)); return; }
+          var bot = el("div", "msg bot");
+          bot.dataset.state = m.status === "complete" ? "done" : m.status;
+          render(bot, m.content, m.sources || []);
+          log.append(bot);
+        });
+        log.scrollTop = log.scrollHeight;
+      })
+      .catch(function () { /* shown empty; asking still works */ });
+  }
+
+  $(".new").addEventListener("click", function () {
+    if (busy && controller) controller.abort();
+    keepChat(null);
+    log.replaceChildren();
+    input.focus();
+  });
+
   function ask(query) {
     log.append(el("div", "msg user", query));
     var bot = el("div", "msg bot");
@@ -305,6 +391,9 @@
     var text = "", ended = false;
     busy = true;
     input.disabled = send.disabled = true;
+    controller = new AbortController();
+    send.hidden = true;
+    stop.hidden = false;
     var fail = function (message) {
       ended = true;
       bot.dataset.state = "error";
@@ -313,6 +402,7 @@
     };
     fetch(api + "/api/chat/stream", {
       method: "POST",
+      signal: controller.signal,
       headers: { "Content-Type": "application/json", "X-Citewise-Visitor": visitor },
       body: JSON.stringify({ query: query, conversation_id: conversation, context_hint: location.pathname }),
     }).then(function (r) {
@@ -328,10 +418,14 @@
         } else if (type === "status" && d.stage === "fallback") {
           text = "";  // the text so far is withdrawn; the fallback answer follows
           render(bot, text, null);
+        } else if (type === "status" && !text && d.message) {
+          // what the server is doing, until the first word
+          var line = el("p", "progress", d.message.charAt(0).toUpperCase() + d.message.slice(1) + "…");
+          bot.replaceChildren(line);
+          bot.dataset.stage = d.stage || "";
         } else if (type === "done") {
           ended = true;
-          conversation = d.conversation_id || conversation;
-          if (conversation) sessionStorage.setItem(CHAT_KEY, conversation);
+          keepChat(d.conversation_id || conversation);
           bot.dataset.state = "done";
           render(bot, d.answer || "", d.sources || []);
         } else if (type === "interrupt") {
@@ -343,17 +437,29 @@
         }
         log.scrollTop = log.scrollHeight;
       });
-    }).catch(function () {
-      fail("Cannot reach the assistant right now; try again later.");
+    }).catch(function (err) {
+      if (err && err.name === "AbortError") {  // Stop: the server stops and keeps the part
+        ended = true;
+        bot.dataset.state = "stopped";
+        bot.append(el("p", "note", "Stopped."));
+        return;
+      }
+      fail(unreachable());
+      diagnose().then(function (why) { if (why.state === "cors") bot.textContent = why.text; });
       checked = false;
       connect();
     }).then(function () {
       if (!ended) fail("The answer ended before it was complete.");
       busy = false;
+      controller = null;
+      stop.hidden = true;
+      send.hidden = false;
       input.disabled = send.disabled = !api;
       input.focus();
     });
   }
+
+  stop.addEventListener("click", function () { if (controller) controller.abort(); });
 
   form.addEventListener("submit", function (e) {
     e.preventDefault();

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, File, Form, UploadFile
+from fastapi import APIRouter, File, Form, Path, UploadFile
 from fastapi.concurrency import run_in_threadpool
 
-from citewise.api.deps import AdminDep, StateDep
+from citewise.api.deps import AdminDep, EngineDep, ReaderDep, StateDep
 from citewise.api.routes.documents import _commit, _receive, _Staged, check_folder, safe_path
-from citewise.errors import DocumentError
+from citewise.errors import DocumentError, NotFoundError
+from citewise.scan.detect import MIN_CUES, contract_cues
 
 router = APIRouter(prefix="/api", tags=["scan"])
 
@@ -63,3 +64,17 @@ async def scan(
                 staged.backup.unlink(missing_ok=True)
 
     return await run_in_threadpool(run)
+
+
+@router.get("/scan/fit/{document_id}", responses={404: {"description": "unknown document"}})
+def scan_fit(document_id: Annotated[str, Path(max_length=64)], engine: EngineDep,
+             reader: ReaderDep) -> dict[str, Any]:
+    """Whether an indexed document looks like a contract, so a playbook check makes sense:
+    ``{"document_id", "contract", "cues"}``, ``cues`` the kinds of contract wording found
+    (:mod:`citewise.scan.detect`; a contract shows at least four). The chat page offers the
+    check only when ``contract`` is true."""
+    doc = engine.store.document(document_id)
+    if doc is None or not reader.may_read(doc.collection):
+        raise NotFoundError(f"no document with id {document_id!r}")
+    cues = contract_cues(c.text for c in engine.store.chunks_of(document_id))
+    return {"document_id": document_id, "contract": len(cues) >= MIN_CUES, "cues": cues}

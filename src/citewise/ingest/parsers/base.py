@@ -160,3 +160,8 @@ class TextBuilder:
         return ParsedDocument(
             text="".join(self._parts), blocks=tuple(self.blocks), format=format, **fields
         )
+
+
+def split_keywords(value: str) -> list[str]:
+    """A keywords property as a list: ``"hr, policy; leave"`` -> ``["hr", "policy", "leave"]``."""
+    return [k.strip() for k in value.replace(";", ",").split(",") if k.strip()]

@@ -30,7 +30,7 @@ from typing import Any
 
 from citewise.errors import CorruptDocumentError, EmptyDocumentError, UnsupportedFormatError
 from citewise.ingest.parsers._docx_numbering import ListLabel, Numbering
-from citewise.ingest.parsers.base import TextBuilder, register
+from citewise.ingest.parsers.base import TextBuilder, register, split_keywords
 from citewise.ingest.parsers.text import clean_text, collapse_blobs, parse_mislabelled
 from citewise.types import BlockKind, ParsedDocument
 
@@ -118,7 +118,30 @@ def parse(path: Path, data: bytes) -> ParsedDocument:
     if not builder.blocks:
         raise EmptyDocumentError(path, "no visible text in the Word document")
     title = (document.core_properties.title or "").strip() or walker.first_heading
-    return builder.build("docx", title=clean_text(title) or Path(path).stem)
+    return builder.build("docx", title=clean_text(title) or Path(path).stem,
+                         metadata=_properties(document.core_properties))
+
+
+#: core properties kept as document metadata (``--where author=...``), by metadata key
+_PROPERTIES = {"author": "author", "subject": "subject", "keywords": "keywords",
+               "category": "category", "language": "language", "created": "created",
+               "modified": "modified", "last_modified_by": "last_modified_by"}
+
+
+def _properties(core: Any) -> dict[str, Any]:
+    """The Word document's non-empty core properties: text stripped, dates as ISO dates,
+    ``keywords`` split on commas and semicolons into a list."""
+    out: dict[str, Any] = {}
+    for key, attr in _PROPERTIES.items():
+        try:
+            value = getattr(core, attr)
+        except (ValueError, TypeError, AttributeError):  # a malformed property: left out
+            continue
+        if hasattr(value, "date") and callable(value.date):
+            out[key] = value.date().isoformat()
+        elif isinstance(value, str) and (value := clean_text(value).strip()):
+            out[key] = split_keywords(value) if key == "keywords" else value
+    return out
 
 
 def _numbering_root(document: Any) -> Any | None:

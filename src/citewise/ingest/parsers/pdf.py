@@ -62,7 +62,13 @@ from citewise.errors import (
     TooLargeDocumentError,
 )
 from citewise.ingest.parsers._pdf_layout import Char, Item, layout
-from citewise.ingest.parsers.base import ParseOptions, TextBuilder, current_options, register
+from citewise.ingest.parsers.base import (
+    ParseOptions,
+    TextBuilder,
+    current_options,
+    register,
+    split_keywords,
+)
 from citewise.ingest.parsers.text import clean_text, collapse_blobs, parse_mislabelled
 from citewise.types import BlockKind, ParsedDocument
 
@@ -183,9 +189,10 @@ def _parse_locked(path: Path, data: bytes) -> ParsedDocument:
                             "was dropped")
         title = _metadata_title(pdf) or first_heading or path.stem
         labels = _page_labels(pdf, n_pages)
+        properties = _properties(pdf)
     finally:
         pdf.close()
-    metadata = {"page_labels": labels} if labels else {}
+    metadata: dict[str, Any] = {**properties, "page_labels": labels} if labels else properties
     return builder.build("pdf", title=title, pages=n_pages, warnings=tuple(warnings),
                          metadata=metadata)
 
@@ -304,6 +311,36 @@ def _page_labels(pdf: Any, n_pages: int) -> list[str]:
     if not any(labels) or all(label in ("", str(i + 1)) for i, label in enumerate(labels)):
         return []
     return labels
+
+
+#: document information entries kept as document metadata (``--where author=...``)
+_PROPERTIES = {"Author": "author", "Subject": "subject", "Keywords": "keywords",
+               "Creator": "creator", "Producer": "producer", "CreationDate": "created",
+               "ModDate": "modified"}
+_PDF_DATE = re.compile(r"(?:D:)?(\d{4})(\d{2})?(\d{2})?")
+
+
+def _properties(pdf: Any) -> dict[str, Any]:
+    """The PDF's non-empty information entries (author, subject, keywords as a list,
+    creator, producer, created and modified as ISO dates); a broken dictionary gives {}."""
+    import pypdfium2 as pdfium
+
+    try:
+        info = pdf.get_metadata_dict(skip_empty=True)
+    except (pdfium.PdfiumError, ValueError, UnicodeError):
+        return {}
+    out: dict[str, Any] = {}
+    for entry, key in _PROPERTIES.items():
+        value = clean_text(str(info.get(entry) or "")).strip()
+        if not value:
+            continue
+        if key in ("created", "modified"):
+            m = _PDF_DATE.match(value)
+            if not m:
+                continue
+            value = "-".join(part for part in (m[1], m[2], m[3]) if part)
+        out[key] = split_keywords(value) if key == "keywords" else value
+    return out
 
 
 def _metadata_title(pdf: Any) -> str:

@@ -102,11 +102,46 @@ export class Api {
   }
 
   health(signal) { return this.json("/api/health", { signal }); }
-  chats() { return this.json("/api/chats?limit=200"); }
+  chats(q = "") {
+    return this.json(`/api/chats?limit=200${q ? `&q=${encodeURIComponent(q)}` : ""}`);
+  }
   chat(id) { return this.json(`/api/chats/${encodeURIComponent(id)}`); }
   deleteChat(id) { return this.json(`/api/chats/${encodeURIComponent(id)}`, { method: "DELETE" }); }
-  source(chunkId) { return this.json(`/api/sources/${encodeURIComponent(chunkId)}`); }
+  renameChat(id, title) {
+    return this.json(`/api/chats/${encodeURIComponent(id)}`, { method: "PATCH", json: { title } });
+  }
+  /** Delete message `messageId` of the chat and every later one (edit, regenerate). */
+  truncate(id, messageId) {
+    return this.json(`/api/chats/${encodeURIComponent(id)}/messages/${messageId}`,
+      { method: "DELETE" });
+  }
+  feedback(id, messageId, { rating, comment = "", sources = {} }) {
+    return this.json(`/api/chats/${encodeURIComponent(id)}/messages/${messageId}/feedback`,
+      { method: "PUT", json: { rating, comment, sources } });
+  }
+  async feedbackExport() {
+    const response = await this.request("/api/chats/feedback.jsonl");
+    return response.text();
+  }
+  /** A source chunk; `span` ({char_start, char_end} of a citation) asks where that part,
+   * the supporting sentence, lies in its source_text (focus_start / focus_end). */
+  source(chunkId, span = null) {
+    const q = span && Number.isInteger(span.char_start) && Number.isInteger(span.char_end)
+      ? `?start=${span.char_start}&end=${span.char_end}` : "";
+    return this.json(`/api/sources/${encodeURIComponent(chunkId)}${q}`);
+  }
+  /** Where a cited part (a citation's span: its sentence) is on page `page` of a PDF. */
+  pageBoxes(chunkId, page, span = null) {
+    const q = span && Number.isInteger(span.char_start) && Number.isInteger(span.char_end)
+      ? `?start=${span.char_start}&end=${span.char_end}` : "";
+    return this.json(`/api/sources/${encodeURIComponent(chunkId)}/page/${page}${q}`);
+  }
+  pageImage(chunkId, page) {
+    return `${this.base}/api/sources/${encodeURIComponent(chunkId)}/page/${page}.png`;
+  }
   documents() { return this.json("/api/documents"); }
+  /** {contract, cues}: whether a playbook check suits the document. */
+  scanFit(documentId) { return this.json(`/api/scan/fit/${encodeURIComponent(documentId)}`); }
 
   upload(file) {
     const form = new FormData();

@@ -27,8 +27,10 @@ function el(tag, className) {
 /** Append the inline content of `text` to `parent`. */
 export function renderInline(parent, text, makeCitation) {
   let last = 0;
-  INLINE.lastIndex = 0;
-  for (let m = INLINE.exec(text); m; m = INLINE.exec(text)) {
+  // a regex of this call's own: the nested calls below (bold, italic, link text) must not
+  // move this loop's lastIndex (they did, and **bold** looped for ever)
+  const inline = new RegExp(INLINE);
+  for (let m = inline.exec(text); m; m = inline.exec(text)) {
     if (m.index > last) parent.append(text.slice(last, m.index));
     if (m[1] !== undefined) {
       const code = el("code");
@@ -54,7 +56,7 @@ export function renderInline(parent, text, makeCitation) {
       renderInline(node, m[5] ?? m[6] ?? m[7], makeCitation);
       parent.append(node);
     }
-    last = INLINE.lastIndex;
+    last = inline.lastIndex;
   }
   if (last < text.length) parent.append(text.slice(last));
 }
