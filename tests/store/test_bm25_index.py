@@ -269,3 +269,35 @@ def test_scifact_top10_is_identical_to_the_sql_scoring(tmp_path):
         assert got == ranked(fts.sparse_search(q, 10, candidates=len(ids))), q
         same_default += got == ranked(fts.sparse_search(q, 10))
     assert same_default >= 0.99 * len(queries)
+
+
+def test_a_thread_in_an_older_snapshot_gets_that_state_and_keeps_the_newer_index(pair):
+    """A thread whose read transaction began before a write is answered from the state it
+    reads (the deleted chunk still there), and the index built for it does not replace the
+    newer one another thread keeps."""
+    import threading
+
+    fast, _ = pair
+    fill(fast, TEXTS[:20])
+    doc, chunks, vecs = make_doc("tern.txt", ["a note on the arctic TERN"])
+    fast.upsert_document(doc, chunks, vecs)
+    fast.sparse_search(tokenize("tern"), 5)
+    entered, written, seen = threading.Event(), threading.Event(), []
+
+    def old_reader() -> None:
+        with fast.snapshot():
+            fast.generation()  # the read transaction's state is fixed from here
+            entered.set()
+            written.wait(30)
+            seen.append([h.chunk_id for h in fast.sparse_search(tokenize("tern"), 5)])
+        fast.close()
+
+    reader = threading.Thread(target=old_reader)
+    reader.start()
+    assert entered.wait(30)
+    fast.delete_document(doc.id)
+    assert fast.sparse_search(tokenize("tern"), 5) == []  # the newer index, kept
+    written.set()
+    reader.join(30)
+    assert seen == [["tern.txt-0"]]
+    assert fast.bm25_index_ready() and fast.sparse_search(tokenize("tern"), 5) == []

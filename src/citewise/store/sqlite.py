@@ -607,8 +607,11 @@ class SQLiteStore(SQLStore):
                 vectors = vectors.reshape(len(rows), -1)
             else:
                 vectors = np.zeros((0, dim or 1), dtype=np.float32)
-            self._matrix = _Matrix(generation, rowids, vectors)
-            return self._matrix
+            built = _Matrix(generation, rowids, vectors)
+            # kept only when newer: a thread in an older snapshot never replaces a newer one
+            if self._matrix is None or self._matrix.generation < generation:
+                self._matrix = built
+            return built
 
     def _hits_for_rowids(self, rowids: np.ndarray, scores: np.ndarray,
                          leg: Literal["dense", "sparse"]) -> list[Hit]:
