@@ -30,6 +30,9 @@ class TestPostgresStore(StoreSuite):
         yield s
         s.close()
 
+    def opener(self, store) -> str:
+        return f"PostgresStore({store.url!r})"
+
     def test_optional_capabilities(self, store):
         assert isinstance(store, BulkLoading)
         assert not isinstance(store, FileBacked) and not isinstance(store, SelfChecking)

@@ -13,9 +13,12 @@ from tests.suites.store import DIM, StoreSuite, make_doc, unit
 class TestSQLiteStore(StoreSuite):
     @pytest.fixture
     def store(self, tmp_path):
-        s = SQLiteStore(tmp_path / "index.sqlite3")
+        s = SQLiteStore(tmp_path / "index.sqlite3", bm25_build="wait")  # the index path
         yield s
         s.close()
+
+    def opener(self, store) -> str:
+        return f"SQLiteStore({str(store.path)!r})"
 
     def test_optional_capabilities(self, store):
         assert isinstance(store, SelfChecking) and store.check() == []
@@ -207,3 +210,31 @@ def test_filtered_bm25_needs_no_sql_variable_per_chunk(tmp_path):
     assert [h.chunk_id for h in store.sparse_search(query, 10, {"language": "ru"})] == [
         h.chunk_id for h in everything if loaded[h.chunk_id][0].language == "ru"][:10]
     store.close()
+
+
+@pytest.mark.parametrize("filters", [{"document_ids": ["id-d3"]}, {"path_prefix": "col/d"},
+                                     {"document_ids": ["id-d1", "id-d2", "id-d5"]},
+                                     {"document_ids": ["missing"]}])
+def test_filtered_dense_search_is_exact_for_narrow_and_wide_filters(tmp_path, filters):
+    """The filtered dense top k is numpy's exact top k over the chunks that pass, whether the
+    store scores only those rows (a narrow filter) or all of them, before and after a write
+    (the cached filter positions belong to one generation)."""
+    rng = np.random.default_rng(7)
+    store = SQLiteStore(tmp_path / "i.sqlite3")
+    store.bind_model("m", DIM)
+    for round_ in range(2):
+        vectors = {}
+        for d in range(8):
+            texts = [f"chunk {d} {i} round {round_}" for i in range(6)]
+            vecs = [unit(*rng.normal(size=DIM)) for _ in texts]
+            doc, chunks, stacked = make_doc(f"d{d}", texts, vecs)
+            store.upsert_document(doc, chunks, stacked)
+            vectors.update({c.id: v for c, v in zip(chunks, vecs, strict=True)})
+        query = unit(*rng.normal(size=DIM))
+        ids = filters.get("document_ids")
+        passing = [cid for cid in vectors if ids is None or f"id-{cid.split('-')[0]}" in ids]
+        want = sorted(passing, key=lambda cid: -float(vectors[cid] @ query))[:5]
+        hits = store.dense_search(query, 5, filters)
+        assert [h.chunk_id for h in hits] == want
+        np.testing.assert_allclose([h.dense for h in hits],
+                                   [float(vectors[c] @ query) for c in want], atol=1e-6)

@@ -6,6 +6,7 @@ returning an empty store; the tests below must pass unchanged for every backend.
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 
 import numpy as np
@@ -38,9 +39,37 @@ def make_doc(name: str, texts: list[str], vectors: list[np.ndarray] | None = Non
     return doc, chunks, np.stack(vectors) if texts else np.zeros((0, DIM), np.float32)
 
 
+def write_in_subprocess(opener: str, script: str) -> None:
+    """Run ``script`` in a new Python process with ``store`` bound to ``opener`` (a Python
+    expression opening the same index) and the helpers of this module importable; fails
+    the test when the process exits with an error (the exit status 137 of a SIGKILL is not
+    one)."""
+    import subprocess
+    import sys
+    import textwrap
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    code = ("import os, signal\nfrom citewise.store.sqlite import SQLiteStore\n"
+            "from citewise.store.postgres import PostgresStore\n"
+            "from citewise.text.analysis import analyze\n"
+            "from tests.suites.store import make_doc\n"
+            f"store = {opener}\n" + textwrap.dedent(script))
+    done = subprocess.run([sys.executable, "-c", code], check=False, cwd=root,
+                          capture_output=True,
+                          text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                              [str(root / "src"), str(root)])})
+    assert done.returncode in (0, -9), done.stderr
+
+
 class StoreSuite:
     @pytest.fixture
     def store(self):  # pragma: no cover - each backend overrides this
+        raise NotImplementedError
+
+    def opener(self, store) -> str:  # pragma: no cover - each backend overrides this
+        """A Python expression that opens the index ``store`` is on, in another process."""
         raise NotImplementedError
 
     def add(self, store, name, texts, vectors=None):
@@ -97,6 +126,36 @@ class StoreSuite:
         assert store.dense_search(unit(1), 5) == []
         assert store.info().chunks == before - 1
         assert store.document(doc.id) is None
+
+    def test_search_sees_a_second_process_write_and_delete(self, store):
+        """A search after another process committed a write finds the new chunks and never
+        the deleted ones, though this store object was told nothing (its in-memory search
+        structures were built before)."""
+        self.add(store, "old.txt", ["an old note about the lighthouse"])
+        assert [h.chunk_id for h in store.sparse_search(tokenize("lighthouse"), 5)] == ["old.txt-0"]
+        write_in_subprocess(self.opener(store), """
+            doc, chunks, vecs = make_doc("new.txt", ["the lighthouse keeper's QUILLWORT log"])
+            store.bind_model("test-model", 8)
+            store.upsert_document(doc, chunks, vecs, [analyze(c.text) for c in chunks])
+            store.delete_document("id-old.txt")
+        """)
+        assert [h.chunk_id for h in store.sparse_search(tokenize("lighthouse"), 5)] == ["new.txt-0"]
+        assert [h.chunk_id for h in store.sparse_search(tokenize("quillwort"), 5)] == ["new.txt-0"]
+        assert [h.chunk_id for h in store.dense_search(unit(1), 5)] == ["new.txt-0"]
+
+    def test_process_killed_right_after_its_commit_leaves_searches_current(self, store):
+        """A writer killed (SIGKILL) right after its commit, before anything else could run:
+        the next search here sees exactly the committed state, old chunks gone."""
+        self.add(store, "v.txt", ["first version mentions BARNACLE"])
+        assert store.sparse_search(tokenize("barnacle"), 5)
+        write_in_subprocess(self.opener(store), """
+            doc, chunks, vecs = make_doc("v.txt", ["second version mentions PERIWINKLE"])
+            store.bind_model("test-model", 8)
+            store.upsert_document(doc, chunks, vecs, [analyze(c.text) for c in chunks])
+            os.kill(os.getpid(), signal.SIGKILL)
+        """)
+        assert store.sparse_search(tokenize("barnacle"), 5) == []
+        assert [h.chunk_id for h in store.sparse_search(tokenize("periwinkle"), 5)] == ["v.txt-0"]
 
     def test_get_chunks_returns_chunk_and_document(self, store):
         doc = self.add(store, "x.txt", ["hello"])

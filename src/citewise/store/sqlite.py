@@ -7,12 +7,16 @@ Design
   text (``terms``, space-separated tokens from :mod:`citewise.text.analysis`) and the
   embedding (``vector``, float32 little-endian bytes). Keeping the vector on the chunk row makes
   "a chunk without a vector" unrepresentable.
+* BM25 is answered from an in-memory postings index built from ``chunks.terms`` once per
+  generation (:mod:`citewise.store.bm25_index`): every chunk holding a query term is scored
+  with Lucene's BM25 (smoothed IDF, :func:`~citewise.store.bm25.bm25_scores`). It is derived
+  data, never written: the file stays the only source of truth, and the index is rebuilt on
+  the first search that reads a newer generation (after a write by any process).
 * ``chunks_fts``: an FTS5 index over ``chunks.terms`` (external content, kept in step by
-  triggers), used to find BM25 candidates; ``chunks_vocab`` (fts5vocab) gives document
-  frequencies. Candidates are re-scored with Lucene's BM25 (smoothed IDF, see
-  :func:`~citewise.store.bm25.bm25_scores`) because FTS5's built-in ``bm25()`` floors the
-  IDF of any term present in half of the chunks or more to ~0, which breaks small
-  collections (case C39).
+  triggers); ``chunks_vocab`` (fts5vocab) gives document frequencies. With
+  ``bm25_index=False`` it finds the BM25 candidates, re-scored with the same formula because
+  FTS5's built-in ``bm25()`` floors the IDF of any term present in half of the chunks or
+  more to ~0, which breaks small collections (case C39).
 * ``meta``: the schema version, the embedding model name and dimension, the version of the
   text analysis that made the BM25 terms (``analyzer``, see
   :data:`citewise.text.analysis.ANALYZER_VERSION`), and ``generation``, a counter bumped
@@ -23,7 +27,8 @@ Design
 Every document write is one ``BEGIN IMMEDIATE`` transaction, so a crash leaves the old or the
 new version, never a mix. WAL lets readers search while one writer ingests; writers wait up to
 ``busy_timeout`` for each other. Dense search is exact: the float32 matrix of all vectors is
-loaded once per generation and searched with one matrix-vector product.
+loaded once per generation and searched with one matrix-vector product (only the filter's
+rows when a filter keeps under a quarter of them).
 
 Migrations are named, ordered functions (``m001_initial``...) applied once each by
 :func:`citewise.store.migrations.run_migrations`; ``PRAGMA user_version`` counts those applied.
@@ -32,12 +37,13 @@ Migrations are named, ordered functions (``m001_initial``...) applied once each 
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -46,6 +52,7 @@ import numpy as np
 from citewise.errors import IndexChangedError, IndexError_
 from citewise.store.base import Filters, IndexInfo, nested_read_transaction
 from citewise.store.bm25 import BM25_B, BM25_K1, bm25_scores
+from citewise.store.bm25_index import BM25Index, hashable, query_counts
 from citewise.store.migrations import named, run_migrations
 from citewise.store.scope import scoped_document_ids
 from citewise.store.sql import (
@@ -68,6 +75,8 @@ from citewise.store.sql import (
     insert_sql,
 )
 from citewise.types import Chunk, Document, Hit
+
+_log = logging.getLogger(__name__)
 
 # the BM25 names stay importable from here, where they were defined before citewise.store.bm25
 __all__ = ["BM25_B", "BM25_K1", "MIGRATIONS", "SQLiteStore", "bm25_scores"]
@@ -196,8 +205,10 @@ class UserVersionLedger:
 @dataclass
 class _Matrix:
     generation: int
-    rowids: np.ndarray  # int64 (n,)
+    rowids: np.ndarray  # int64 (n,), ascending
     vectors: np.ndarray  # float32 (n, dim)
+    #: positions (int64, ascending) a filter lets through, by parsed filter (16 at most)
+    allowed: dict[ChunkFilter, np.ndarray] = field(default_factory=dict)
 
 
 _CHUNK_COLS = chunk_cols("rowid")
@@ -235,12 +246,27 @@ class SQLiteStore(SQLStore):
     META_TABLE = "meta"
     KEY = "rowid"
 
-    def __init__(self, path: str | Path, busy_timeout_s: float = 60.0) -> None:
+    def __init__(self, path: str | Path, busy_timeout_s: float = 60.0, *,
+                 bm25_index: bool = True,
+                 bm25_build: Literal["background", "wait"] = "background") -> None:
         self.path = Path(path)
         self._busy_timeout_s = busy_timeout_s
+        #: BM25 through the in-memory :class:`~citewise.store.bm25_index.BM25Index` (exact
+        #: over every chunk holding a query term); False: FTS5 candidates re-scored in SQL
+        self.bm25_index = bm25_index
+        #: when the index is missing or older than the state a search reads: ``background``
+        #: builds it in a thread and answers from FTS5 meanwhile (a search never waits for a
+        #: build, ~15 s at 100k chunks on 2 loaded cores); ``wait`` builds it first
+        self.bm25_build = bm25_build
+        self._building: threading.Thread | None = None
+        # the BM25 build has locks of its own: a build (seconds) never holds up a dense
+        # search's matrix load or a search that only checks whether a build is running
+        self._bm25_lock = threading.Lock()
+        self._thread_lock = threading.Lock()
         self._local = threading.local()
         self._lock = threading.Lock()
         self._matrix: _Matrix | None = None
+        self._bm25: BM25Index | None = None
         self._stats: tuple[int, int, float] | None = None  # generation, N, avgdl
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -581,8 +607,11 @@ class SQLiteStore(SQLStore):
                 vectors = vectors.reshape(len(rows), -1)
             else:
                 vectors = np.zeros((0, dim or 1), dtype=np.float32)
-            self._matrix = _Matrix(generation, rowids, vectors)
-            return self._matrix
+            built = _Matrix(generation, rowids, vectors)
+            # kept only when newer: a thread in an older snapshot never replaces a newer one
+            if self._matrix is None or self._matrix.generation < generation:
+                self._matrix = built
+            return built
 
     def _hits_for_rowids(self, rowids: np.ndarray, scores: np.ndarray,
                          leg: Literal["dense", "sparse"]) -> list[Hit]:
@@ -604,25 +633,60 @@ class SQLiteStore(SQLStore):
             if int(r) in ids
         ]
 
+    def _allowed_positions(self, matrix: _Matrix, wanted: ChunkFilter,
+                           filters: Filters | None) -> np.ndarray:
+        """Positions in ``matrix`` of the chunks ``wanted`` lets through, int64 ascending
+        (cached on the matrix: one generation, so the same rows)."""
+        cacheable = hashable(wanted)
+        positions = matrix.allowed.get(wanted) if cacheable else None
+        if positions is None:
+            allowed = self._filter_rowids(filters)
+            allowed = np.zeros(0, dtype=np.int64) if allowed is None else allowed
+            at = np.searchsorted(matrix.rowids, allowed)
+            inside = at < matrix.rowids.shape[0]
+            at, allowed = at[inside], allowed[inside]
+            positions = np.unique(at[matrix.rowids[at] == allowed])
+            if not cacheable:  # e.g. a ``where`` condition holding a list
+                return positions
+            if len(matrix.allowed) >= 16:
+                matrix.allowed.pop(next(iter(matrix.allowed)))
+            matrix.allowed[wanted] = positions
+        return positions
+
     def dense_search(self, vector: np.ndarray, k: int, filters: Filters | None = None) -> list[Hit]:
-        matrix = self._load_matrix()
-        if matrix.vectors.shape[0] == 0 or k <= 0:
-            return []
-        query = np.asarray(vector, dtype=np.float32).reshape(-1)
-        if query.shape[0] != matrix.vectors.shape[1]:
-            raise ValueError(
-                f"query vector is {query.shape[0]}-d but the index holds "
-                f"{matrix.vectors.shape[1]}-d vectors"
-            )
-        scores = matrix.vectors @ query
-        allowed = self._filter_rowids(filters)
-        if allowed is not None:
-            scores = np.where(np.isin(matrix.rowids, allowed), scores, -np.inf)
-        k = min(k, scores.shape[0])
-        top = np.argpartition(-scores, k - 1)[:k]
-        top = top[np.argsort(-scores[top], kind="stable")]
-        top = top[np.isfinite(scores[top])]
-        return self._hits_for_rowids(matrix.rowids[top], scores[top], "dense")
+        """See :meth:`Store.dense_search`: exact cosine top ``k`` (float32 dot products with
+        every stored vector, or only with the vectors a filter lets through when that is
+        under a quarter of them), ties by ascending insertion order."""
+        wanted = ChunkFilter.parse(filters)
+        with self.snapshot():  # the matrix, the filter and the hits from one state
+            matrix = self._load_matrix()
+            n = matrix.vectors.shape[0]
+            if n == 0 or k <= 0 or (wanted is not None and wanted.matches_nothing):
+                return []
+            query = np.asarray(vector, dtype=np.float32).reshape(-1)
+            if query.shape[0] != matrix.vectors.shape[1]:
+                raise ValueError(
+                    f"query vector is {query.shape[0]}-d but the index holds "
+                    f"{matrix.vectors.shape[1]}-d vectors"
+                )
+            if wanted is None:
+                positions = None
+                scores = matrix.vectors @ query
+            else:
+                positions = self._allowed_positions(matrix, wanted, filters)
+                if positions.shape[0] * 4 < n:
+                    scores = matrix.vectors[positions] @ query
+                else:
+                    scores = (matrix.vectors @ query)[positions]
+            m = scores.shape[0]
+            if m == 0:
+                return []
+            k = min(k, m)
+            top = np.argpartition(scores, m - k)[m - k:]  # no negated copy of all scores
+            top = top[np.lexsort((top, -scores[top]))]
+            top = top[np.isfinite(scores[top])]
+            at = top if positions is None else positions[top]
+            return self._hits_for_rowids(matrix.rowids[at], scores[top], "dense")
 
     # --- sparse ---------------------------------------------------------------------------
     def _collection_stats(self) -> tuple[int, float]:
@@ -633,6 +697,13 @@ class SQLiteStore(SQLStore):
         return self._stats[1], self._stats[2]
 
     def term_document_frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """See :meth:`Store.term_document_frequencies`: from the BM25 index when it is that
+        of the state read (a dictionary look-up per term), else from ``chunks_vocab``."""
+        if self.bm25_index:
+            with self.snapshot():
+                index = self._bm25
+                if index is not None and index.generation == self.generation():
+                    return index.size, {t: index.document_frequency(t) for t in terms}
         n_docs, _ = self._collection_stats()
         df: dict[str, int] = dict.fromkeys(terms, 0)
         for term in df:
@@ -640,13 +711,97 @@ class SQLiteStore(SQLStore):
             df[term] = int(row[0]) if row else 0
         return n_docs, df
 
+    def _load_bm25_index(self) -> BM25Index:
+        """The BM25 index of the committed state this thread reads: the kept one when its
+        generation is the one read now, else one built from the ``chunks`` rows of that
+        state (kept when it is newer than the kept one, so a thread in an older snapshot
+        never replaces a newer index). Call it inside :meth:`snapshot`."""
+        generation = self.generation()
+        index = self._bm25
+        if index is not None and index.generation == generation:
+            return index
+        with self._bm25_lock:
+            index = self._bm25
+            if index is not None and index.generation == generation:
+                return index
+            rows = self.db.execute("SELECT rowid, terms, n_terms FROM chunks ORDER BY rowid")
+            built = BM25Index.build(generation, rows)
+            if index is None or index.generation < generation:
+                self._bm25 = built
+            return built
+
+    def _background_build(self) -> None:
+        """Build the BM25 index of the newest committed state in a thread of its own (one at
+        a time); it is kept when it is newer than the kept one."""
+        with self._thread_lock:
+            if self._building is not None and self._building.is_alive():
+                return
+
+            def build() -> None:
+                try:
+                    with self.snapshot():
+                        self._load_bm25_index()
+                except (sqlite3.Error, OSError) as err:  # the next search starts another
+                    _log.debug("BM25 index build of %s failed: %s", self.path, err)
+                finally:
+                    self.close()  # this thread's connection
+
+            self._building = threading.Thread(target=build, name="citewise-bm25-build",
+                                              daemon=True)
+            self._building.start()
+
+    def bm25_index_ready(self, wait_s: float = 0.0) -> bool:
+        """True when the kept BM25 index reflects the newest committed state; first waits up
+        to ``wait_s`` seconds for a build running in the background (none is started)."""
+        building = self._building
+        if wait_s > 0 and building is not None:
+            building.join(wait_s)
+        index = self._bm25
+        return index is not None and index.generation == self.generation()
+
     def sparse_search(
         self, terms: Sequence[str], k: int, filters: Filters | None = None,
         candidates: int | None = None,
     ) -> list[Hit]:
-        """See :meth:`Store.sparse_search`. FTS5 ranks the matching chunks with its own BM25
-        and keeps ``candidates`` (default ``max(5 * k, 300)``), which are then scored exactly
-        by :func:`bm25_scores`."""
+        """See :meth:`Store.sparse_search`: hits with ``sparse`` the Lucene BM25 score (>= 0,
+        higher is better), at most ``k``, ties by insertion order.
+
+        By default (``bm25_index``) every chunk holding a query term is scored from the
+        in-memory :class:`~citewise.store.bm25_index.BM25Index` of the state read (built on
+        the first search after any committed write, by this process or another), filters
+        applied before the top ``k``. While that index is missing or older than the state
+        read and ``bm25_build`` is ``background``, a thread builds it and this search takes
+        the FTS5 path below. With ``candidates``, or ``bm25_index=False``, FTS5
+        ranks the matching chunks with its own BM25 and keeps ``candidates`` (default
+        ``max(5 * k, 300)``), which are then scored exactly by :func:`bm25_scores` (the same
+        scores; a chunk FTS5 ranks below the cut is missed). Raises ValueError for an
+        unknown filter key."""
+        if not self.bm25_index or candidates is not None:
+            return self._fts_sparse_search(terms, k, filters, candidates)
+        query_tf = query_counts(terms)
+        wanted = ChunkFilter.parse(filters)
+        if not query_tf or k <= 0 or (wanted is not None and wanted.matches_nothing):
+            return []
+        with self.snapshot():  # the generation, the filter and the hits from one state
+            index = self._bm25
+            if index is None or index.generation != self.generation():
+                if self.bm25_build == "background":
+                    self._background_build()
+                    return self._fts_sparse_search(terms, k, filters, candidates)
+                index = self._load_bm25_index()
+            mask = None
+            if wanted is not None:
+                mask = index.cached_mask(wanted)
+                if mask is None:
+                    mask = index.cached_mask(wanted, self._filter_rowids(filters))
+            rowids, scores = index.top(query_tf, k, mask)
+            return self._hits_for_rowids(rowids, scores, "sparse")
+
+    def _fts_sparse_search(
+        self, terms: Sequence[str], k: int, filters: Filters | None = None,
+        candidates: int | None = None,
+    ) -> list[Hit]:
+        """BM25 through FTS5 candidates re-scored exactly (see :meth:`sparse_search`)."""
         query_tf = Counter(t for t in terms if t)
         if not query_tf or k <= 0:
             return []

@@ -1,0 +1,184 @@
+"""An in-memory BM25 index derived from a store's analysed terms: the SQLite store's BM25 stage.
+
+The index is a term-major (CSC-like) postings matrix over one committed state of the store:
+for every term, the positions of the chunks holding it (ascending, so ascending row key) and
+its count in each, plus every chunk's length. A query reads only its own terms' postings,
+never the whole collection's: the cost is the query terms' postings plus one pass over a
+float64 score array per query, not FTS5's candidate search and the SQL round trip of the
+re-scoring that grew with every chunk holding any query term.
+
+Scores are the Lucene BM25 of :mod:`citewise.store.bm25`, bit for bit what the SQLite store's
+FTS5 path computes: the term weights are evaluated per query with the same
+:func:`~citewise.store.bm25.bm25_scores` call on the same float64 inputs (``N`` chunks,
+``avgdl`` the sum of ``n_terms`` over ``N``, ``df`` the term's posting count) and summed term
+by term in the query's order. Unlike that path, every chunk holding a query term is scored,
+so the top ``k`` is exact (FTS5 kept only its best ``max(5k, 300)`` candidates). Keeping
+counts rather than precomputed weights means the IDFs may move with ``N`` without a rebuild.
+
+The index knows the store generation it was built from (:attr:`BM25Index.generation`); the
+store rebuilds it when the generation it reads in the query's snapshot differs (see
+:meth:`citewise.store.sqlite.SQLiteStore.sparse_search`).
+"""
+
+from __future__ import annotations
+
+import itertools
+from array import array
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from citewise.store.bm25 import bm25_scores
+
+
+@dataclass
+class BM25Index:
+    """Postings of one committed store state; built by :meth:`build`.
+
+    ``generation``: the store generation it reflects; ``rowids``: int64 (n,) ascending row
+    keys, position i is chunk ``rowids[i]``; ``lengths``: float64 (n,) chunk lengths in
+    analysed tokens (``n_terms``); ``vocabulary``: term -> column; ``indptr``: int64
+    (n_terms + 1,) column starts into ``positions`` (int32, chunk positions ascending within a
+    column) and ``counts`` (uint16 or uint32, the term's count in that chunk).
+    """
+
+    generation: int
+    rowids: np.ndarray
+    lengths: np.ndarray
+    vocabulary: dict[str, int]
+    indptr: np.ndarray
+    positions: np.ndarray
+    counts: np.ndarray
+    avgdl: float = 0.0
+    _masks: dict[object, np.ndarray] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def build(cls, generation: int, rows: Iterable[tuple[int, str, int]]) -> BM25Index:
+        """The index of ``rows``: ``(row key, analysed terms, n_terms)`` in ascending row-key
+        order, the terms space-separated as the store keeps them."""
+        numbering: defaultdict[str, int] = defaultdict(itertools.count().__next__)
+        number = numbering.__getitem__  # a new term gets the next number, in C
+        rowids: list[int] = []
+        lengths: list[int] = []
+        token_ids = array("q")  # 8 bytes a token, not a Python list's pointer and int
+        offsets = array("q", [0])
+        for rowid, terms, n_terms in rows:
+            rowids.append(rowid)
+            lengths.append(n_terms)
+            token_ids.extend(map(number, terms.split()))
+            offsets.append(len(token_ids))
+        vocabulary = dict(numbering)
+        n = len(rowids)
+        ends: np.ndarray = np.frombuffer(offsets, dtype=np.int64)
+        chunk_of = np.repeat(np.arange(n, dtype=np.int64), ends[1:] - ends[:-1])
+        # one key per (term, chunk): sorting groups the postings by term, chunks ascending
+        keys = np.frombuffer(token_ids, dtype=np.int64) * max(n, 1) + chunk_of
+        keys, counts = np.unique(keys, return_counts=True)
+        terms_of_key = keys // max(n, 1)
+        indptr = np.zeros(len(vocabulary) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(terms_of_key, minlength=len(vocabulary)), out=indptr[1:])
+        count_type = np.uint16 if counts.size == 0 or counts.max() < 2**16 else np.uint32
+        length_array = np.asarray(lengths, dtype=np.float64)
+        return cls(
+            generation=generation,
+            rowids=np.asarray(rowids, dtype=np.int64),
+            lengths=length_array,
+            vocabulary=vocabulary,
+            indptr=indptr,
+            positions=(keys % max(n, 1)).astype(np.int32),
+            counts=counts.astype(count_type),
+            # the SQL path's total(n_terms) / count(*): an integer sum, exact in float64
+            avgdl=float(length_array.sum()) / n if n else 0.0,
+        )
+
+    @property
+    def size(self) -> int:
+        """Chunks indexed (``N``)."""
+        return int(self.rowids.shape[0])
+
+    def document_frequency(self, term: str) -> int:
+        """Chunks holding ``term`` (0 for a term the index has never seen)."""
+        col = self.vocabulary.get(term)
+        return 0 if col is None else int(self.indptr[col + 1] - self.indptr[col])
+
+    def positions_of(self, rowids: np.ndarray) -> np.ndarray:
+        """Positions (int64) of the given row keys; keys the index does not hold are dropped."""
+        rowids = np.asarray(rowids, dtype=np.int64)
+        at = np.searchsorted(self.rowids, rowids)
+        inside = at < self.size
+        at = at[inside]
+        return np.asarray(at[self.rowids[at] == rowids[inside]], dtype=np.int64)
+
+    def cached_mask(self, key: object, allowed_rowids: np.ndarray | None = None) -> np.ndarray | None:
+        """The bool (n,) mask of the chunks a filter lets through, cached under ``key`` for
+        this index's lifetime (one generation; at most 16 kept; an unhashable ``key`` is never
+        cached). With ``allowed_rowids`` the
+        mask is computed and stored; without, the cached one or None is returned."""
+        cacheable = hashable(key)
+        if allowed_rowids is None:
+            return self._masks.get(key) if cacheable else None
+        mask = np.zeros(self.size, dtype=bool)
+        mask[self.positions_of(allowed_rowids)] = True
+        if not cacheable:  # e.g. a ``where`` condition holding a list
+            return mask
+        if len(self._masks) >= 16:
+            self._masks.pop(next(iter(self._masks)))
+        self._masks[key] = mask
+        return mask
+
+    def scores(self, query_tf: Mapping[str, int]) -> np.ndarray:
+        """float64 (n,) BM25 score of every chunk for a query given as term -> count in the
+        query; >= 0, higher is better, 0 for chunks holding no query term. Terms are added
+        in the mapping's order (the FTS5 path's order, so the sums are bit-identical)."""
+        n = self.size
+        total = np.zeros(n, dtype=np.float64)
+        for term, qtf in query_tf.items():
+            col = self.vocabulary.get(term)
+            if col is None:
+                continue
+            start, end = int(self.indptr[col]), int(self.indptr[col + 1])
+            if start == end:
+                continue
+            at = self.positions[start:end]
+            weight = bm25_scores(self.counts[start:end].astype(np.float64), self.lengths[at],
+                                 end - start, n, self.avgdl)
+            total[at] += qtf * weight
+        return total
+
+    def top(self, query_tf: Mapping[str, int], k: int,
+            mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The best ``k`` chunks for ``query_tf`` among those ``mask`` (bool (n,), None: all)
+        lets through, as ``(row keys int64 (m,), scores float64 (m,))`` with m <= k, by
+        descending score, ties by ascending row key; chunks scoring 0 are left out."""
+        if k <= 0 or self.size == 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+        scores = self.scores(query_tf)
+        if mask is not None:
+            scores[~mask] = 0.0
+        hit = np.flatnonzero(scores > 0)
+        if hit.size > k:
+            kth = np.partition(scores[hit], hit.size - k)[hit.size - k]
+            hit = hit[scores[hit] >= kth]  # every chunk tied with the k-th stays a candidate
+        order = np.lexsort((hit, -scores[hit]))[:k]
+        best = hit[order]
+        return self.rowids[best], scores[best]
+
+
+def hashable(key: object) -> bool:
+    """True when ``key`` can key a dict (a filter whose ``where`` holds a list cannot)."""
+    try:
+        hash(key)
+    except TypeError:
+        return False
+    return True
+
+
+def query_counts(terms: Sequence[str]) -> dict[str, int]:
+    """Term -> count of analysed query terms, in first-occurrence order (empty terms out)."""
+    counts: dict[str, int] = {}
+    for t in terms:
+        if t:
+            counts[t] = counts.get(t, 0) + 1
+    return counts
