@@ -113,3 +113,27 @@ def test_no_chunk_is_a_heading_alone(embedder):
     assert all("default" in c.text for c in chunks)
     assert chunks[0].section == ("Config", "How many results")
     assert "`setting_0` (default 0)" in chunks[0].text
+
+
+def test_a_small_table_chunk_starts_with_its_header(make_engine, tmp_path):
+    """Regression: a Markdown table short enough for one chunk was chunked without its
+    header row (only split tables repeated it), so the answer's sentence selection took the
+    first data row for the header: "citewise ingest PATH...: citewise eval beir PATH; Add or
+    update files...: Measure retrieval quality..." (docs/cli.md, found by a newcomer)."""
+    from citewise.answer.answerer import to_evidence
+    from citewise.answer.selection import candidates
+
+    (tmp_path / "cli.md").write_text(
+        "# Commands\n\nThe commands.\n\n| Command | What it does |\n| --- | --- |\n"
+        "| `ingest PATH` | Add files to the index. |\n| `ask QUESTION` | Answer a question. |\n",
+        encoding="utf-8")
+    engine = make_engine()
+    engine.ingest([tmp_path / "cli.md"])
+    doc = engine.store.documents()[0]
+    table = next(c for c in engine.store.chunks_of(doc.id) if "ingest PATH" in c.text)
+    assert table.text.split("\n")[0] == "Command | What it does"
+    hits = engine.search("What does ask do?").hits
+    rows = [c.text for ev in to_evidence(hits) if "ingest PATH" in ev.chunk.text
+            for c in candidates(ev, 0)]
+    assert rows == ["Command: ingest PATH; What it does: Add files to the index.",
+                    "Command: ask QUESTION; What it does: Answer a question."]

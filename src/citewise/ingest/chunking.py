@@ -292,7 +292,9 @@ def _units(parsed: ParsedDocument, max_tokens: int, overlap: int,
            count: TokenCounter) -> Iterator[_Unit]:
     for block in parsed.blocks:
         tokens = count(block.text)
-        if block.kind is BlockKind.TABLE and block.header and tokens > max_tokens:
+        if block.kind is BlockKind.TABLE and block.header:
+            # a table that fits is one unit, still led by its header row (a small Markdown
+            # table's rows were chunked without it, and each row lost its column names)
             yield from _split_table(block, max_tokens, count)
         elif tokens <= max_tokens:
             yield _Unit(block, block.text, block.start, block.end, tokens)
