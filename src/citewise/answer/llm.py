@@ -322,12 +322,20 @@ class LLMAnswerer:
         ))
 
     def _fall_back(self, reason: str) -> Iterator[Event]:
-        log.warning("LLM answer failed, answering extractively: %s", reason)
-        yield StatusEvent(f"{reason}; answering with evidence sentences instead", stage="fallback")
-        for event in self.fallback():
-            if isinstance(event, DoneEvent):
-                event = DoneEvent(replace(event.answer, fallback_reason=reason))
-            yield event
+        return fall_back(reason, self.fallback)
 
 
-__all__ = ["LLMAnswerer", "LeadingExampleFilter", "NotFoundSentenceFilter"]
+def fall_back(reason: str, fallback: Fallback) -> Iterator[Event]:
+    """The extractive answer in place of an LLM's: logs ``reason``, yields a ``fallback``
+    status naming it (clients discard the text streamed before it), then ``fallback()``'s
+    events with the DoneEvent's answer marked ``fallback_reason=reason``. Used by every
+    answerer that talks to a provider, and when the provider cannot be opened."""
+    log.warning("LLM answer failed, answering extractively: %s", reason)
+    yield StatusEvent(f"{reason}; answering with evidence sentences instead", stage="fallback")
+    for event in fallback():
+        if isinstance(event, DoneEvent):
+            event = DoneEvent(replace(event.answer, fallback_reason=reason))
+        yield event
+
+
+__all__ = ["LLMAnswerer", "LeadingExampleFilter", "NotFoundSentenceFilter", "fall_back"]

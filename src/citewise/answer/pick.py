@@ -30,7 +30,7 @@ from typing import Literal
 from citewise.answer.answerer import NOT_FOUND
 from citewise.answer.extractive import quoted
 from citewise.answer.grounding import check_support
-from citewise.answer.llm import LLMAnswerer
+from citewise.answer.llm import LLMAnswerer, fall_back
 from citewise.answer.prompts import pick_messages, write_after_pick
 from citewise.answer.providers import ChatProvider
 from citewise.errors import ProviderError
@@ -137,12 +137,7 @@ class PickAnswerer:
             yield event
 
     def _fall_back(self, reason: str) -> Iterator[Event]:
-        log.warning("LLM pick failed, answering extractively: %s", reason)
-        yield StatusEvent(f"{reason}; answering with evidence sentences instead", stage="fallback")
-        for event in self.fallback():
-            if isinstance(event, DoneEvent):
-                event = DoneEvent(replace(event.answer, fallback_reason=reason))
-            yield event
+        return fall_back(reason, self.fallback)
 
 
 __all__ = ["PICK_TOKENS", "PickAnswerer", "PickStyle", "parse_pick"]

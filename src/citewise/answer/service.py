@@ -18,7 +18,7 @@ from typing import Any
 
 from citewise.answer.answerer import NOT_FOUND, to_evidence
 from citewise.answer.extractive import ExtractiveAnswerer, idf_table, quote_stream
-from citewise.answer.llm import LLMAnswerer
+from citewise.answer.llm import LLMAnswerer, fall_back
 from citewise.answer.pick import PickAnswerer
 from citewise.answer.providers import ChatProvider
 from citewise.answer.selection import (
@@ -162,11 +162,8 @@ class AnswerService:
         if not extractive and s.llm_provider.strip().lower() != "none":
             try:
                 provider = yield from self.provider_stream()
-            except CitewiseError as err:
-                log.warning("LLM provider unavailable, answering extractively: %s", err)
-                yield StatusEvent(f"{err}; answering with evidence sentences instead",
-                                  stage="fallback")
-                events = _mark_fallback(extractive_events(), str(err))
+            except CitewiseError as err:  # the provider cannot be opened: quote instead
+                events = fall_back(str(err), extractive_events)
             else:
                 if provider is not None:
                     events = self._llm_events(provider, extractive_events, question, evidence,
@@ -216,13 +213,6 @@ def _either(names: Sequence[str]) -> str:
 
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
-
-
-def _mark_fallback(events: Iterator[Event], reason: str) -> Iterator[Event]:
-    for event in events:
-        if isinstance(event, DoneEvent):
-            event = DoneEvent(replace(event.answer, fallback_reason=reason))
-        yield event
 
 
 __all__ = ["AnswerService", "ProviderStream", "Reading"]

@@ -30,7 +30,7 @@ import abc
 from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -50,6 +50,24 @@ MINILM_NAMES = {"fp32": "minilm", "int8": "minilm-int8"}
 PRECISIONS = ("auto", "fp32", "int8")
 TORCH_EXTRA = "pip install 'citewise[torch]'"
 
+
+
+def cpu_session(path: Path, threads: int, failure: str) -> Any:
+    """An ONNX Runtime inference session of the model file ``path`` on the CPU with
+    ``threads`` intra-op threads (one inter-op thread). Raises ModelError when onnxruntime is
+    missing, or ``failure`` with ``{err}`` replaced by the error when the file does not load."""
+    try:
+        import onnxruntime as ort
+    except ImportError as err:
+        raise ModelError("ONNX Runtime (onnxruntime, a citewise dependency) is missing; "
+                         "reinstall citewise (pip install -e .)") from err
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    opts.inter_op_num_threads = 1
+    try:
+        return ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+    except Exception as err:  # noqa: BLE001 - ONNX Runtime raises its own types, or anything
+        raise ModelError(failure.replace("{err}", str(err))) from err
 
 class Embedder(abc.ABC):
     """Encodes queries and documents separately (models with roles such as e5 need it).
@@ -220,23 +238,11 @@ class OnnxEmbedder(Embedder):
     def __init__(self, path: str | Path, name: str, *, max_tokens: int = 256,
                  threads: int = 2, batch_size: int = 32) -> None:
         super().__init__(batch_size)
-        try:
-            import onnxruntime as ort
-        except ImportError as err:
-            raise ModelError("embedding needs onnxruntime, a citewise dependency; reinstall "
-                             "citewise (pip install -e .)") from err
         path = Path(path)
         if not path.is_file():
             raise ModelError(f"embedding model {name!r}: {path} is missing; reinstall citewise")
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = threads
-        opts.inter_op_num_threads = 1
-        try:
-            self.session = ort.InferenceSession(str(path), opts,
-                                                providers=["CPUExecutionProvider"])
-        except Exception as err:
-            raise ModelError(f"embedding model {name!r}: {path} does not load in ONNX Runtime "
-                             f"({err}); reinstall citewise") from err
+        self.session = cpu_session(path, threads, f"embedding model {name!r}: {path} does not "
+                                   "load in ONNX Runtime ({err}); reinstall citewise")
         self._inputs = {i.name for i in self.session.get_inputs()}
         self.name = name
         self.path = path

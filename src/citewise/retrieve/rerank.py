@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
+from citewise.embed.embedder import cpu_session
 from citewise.errors import ConfigError, ModelError
 
 if TYPE_CHECKING:
@@ -248,20 +249,9 @@ class OnnxReranker:
                 f"(for example one written by `citewise train-reranker`), '{BUNDLED}' for the "
                 "shipped one, or leave it empty to skip reranking"
             )
-        try:
-            import onnxruntime as ort
-        except ImportError as err:
-            raise ModelError("the ONNX reranker needs onnxruntime, a citewise dependency; "
-                             "reinstall citewise (pip install -e .)") from err
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = threads
-        opts.inter_op_num_threads = 1
-        try:
-            self.session = ort.InferenceSession(str(path), opts,
-                                                providers=["CPUExecutionProvider"])
-        except Exception as err:
-            raise ModelError(f"CITEWISE_RERANKER_MODEL: {path} is not a loadable ONNX model "
-                             f"({err}); re-export it with `citewise train-reranker`") from err
+        self.session = cpu_session(path, threads, f"CITEWISE_RERANKER_MODEL: {path} is not a "
+                                   "loadable ONNX model ({err}); re-export it with `citewise "
+                                   "train-reranker`")
         names = {i.name for i in self.session.get_inputs()}
         if not {"input_ids", "attention_mask"} <= names:
             raise ModelError(f"CITEWISE_RERANKER_MODEL: {path} has inputs {sorted(names)}; a "
