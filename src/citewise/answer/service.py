@@ -89,12 +89,7 @@ class AnswerService:
         not-found reply names only unreadable files of its ``collections``)."""
         s = self.settings
         evidence = to_evidence(result.hits)
-        n, df = self.store.term_document_frequencies(list(dict.fromkeys(tokenize(question))))
-        reading = Reading(evidence, evidence, timings_ms=dict(result.timings_ms), idf=idf_table(n, df),
-                          document_idf={
-                              doc_id: self.retriever.document_term_weights(doc_id, question)
-                              for doc_id in dict.fromkeys(ev.citation.document_id
-                                                          for ev in evidence)})
+        reading = Reading(evidence, evidence, timings_ms=dict(result.timings_ms))
         if not evidence:
             reading.declined = self.not_found(NOT_FOUND, filters)
             return reading
@@ -105,6 +100,13 @@ class AnswerService:
                 reading.declined = self.not_found(
                     f"{NOT_FOUND[:-1]}: no document mentions {_either(missing)}.", filters)
                 return reading
+        # the term weights read every chunk of each evidence document: only for a question
+        # that is not declined above
+        n, df = self.store.term_document_frequencies(list(dict.fromkeys(tokenize(question))))
+        reading.idf = idf_table(n, df)
+        reading.document_idf = {
+            doc_id: self.retriever.document_term_weights(doc_id, question)
+            for doc_id in dict.fromkeys(ev.citation.document_id for ev in evidence)}
         if s.evidence != "sentences":
             return reading
         t0 = time.perf_counter()
