@@ -75,13 +75,14 @@ def real_embeddings(work: Path) -> tuple[dict[str, np.ndarray], dict[str, np.nda
         from citewise.embed import load_embedder
 
         embedder = load_embedder("minilm", 2)
-        sci = [json.loads(line) for line in (DATASETS / "scifact" / "corpus.jsonl").open()]
+        sci = [json.loads(line) for line in
+               (DATASETS / "scifact" / "corpus.jsonl").read_text(encoding="utf-8").splitlines()]
         docs = [f"{d['title']}. {d['text']}" for d in sci]
         texts = {"scifact-doc": docs, "scifact-sent": [s for t in docs for s in sentences(t)]}
-        queries = {"scifact": [json.loads(line)["text"]
-                               for line in (DATASETS / "scifact" / "queries.jsonl").open()]}
+        claims = (DATASETS / "scifact" / "queries.jsonl").read_text(encoding="utf-8")
+        queries = {"scifact": [json.loads(line)["text"] for line in claims.splitlines()]}
         for lang in ("en", "ru", "zh"):
-            data = json.loads((DATASETS / "xquad" / f"xquad.{lang}.json").read_text())["data"]
+            data = json.loads((DATASETS / "xquad" / f"xquad.{lang}.json").read_text(encoding="utf-8"))["data"]
             paragraphs = [p for a in data for p in a["paragraphs"]]
             texts[f"xquad-{lang}-par"] = [p["context"] for p in paragraphs]
             texts[f"xquad-{lang}-sent"] = [s for p in paragraphs for s in sentences(p["context"])]

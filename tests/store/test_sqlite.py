@@ -26,8 +26,8 @@ class TestSQLiteStore(StoreSuite):
         assert not isinstance(store, BulkLoading)
 
 
-class TestSQLiteStoreBinaryDense(TestSQLiteStore):
-    """The whole suite again with dense search through binary codes from the first chunk on
+class TestSQLiteStoreInt8Dense(TestSQLiteStore):
+    """The whole suite again with dense search through int8 codes from the first chunk on
     and a shortlist of only ``k`` codes (the default exact search below 20,000 chunks would
     otherwise answer every test here), so that nothing but the re-scored shortlist differs."""
 

@@ -30,7 +30,7 @@ new version, never a mix. WAL lets readers search while one writer ingests; writ
 generation (:mod:`citewise.store.dense_index`): the float32 matrix of all vectors, searched
 exactly with one matrix-vector product (only the filter's rows when a filter keeps under a
 quarter of them) below ``dense_exact_below`` chunks (20,000), and from 20,000 chunks on
-through binary codes whose nearest shortlist is re-scored exactly.
+through int8 codes (SimSIMD's int8 dot products) whose best shortlist is re-scored exactly.
 
 Migrations are named, ordered functions (``m001_initial``...) applied once each by
 :func:`citewise.store.migrations.run_migrations`; ``PRAGMA user_version`` counts those applied.
@@ -253,7 +253,7 @@ class SQLiteStore(SQLStore):
         #: builds it in a thread and answers from FTS5 meanwhile (a search never waits for a
         #: build, ~15 s at 100k chunks on 2 loaded cores); ``wait`` builds it first
         self.bm25_build = bm25_build
-        #: dense search is exact below this many chunks; at or above, binary codes pick a
+        #: dense search is exact below this many chunks; at or above, int8 codes pick a
         #: shortlist of ``max(dense_rescore_factor * k, dense_rescore_min)`` chunks re-scored
         #: exactly (:mod:`citewise.store.dense_index`); 0 codes every non-empty index
         self.dense_exact_below = dense_exact_below
@@ -664,7 +664,7 @@ class SQLiteStore(SQLStore):
         :class:`~citewise.store.dense_index.DenseIndex` of the state read, ties by ascending
         insertion order, filters applied before the top ``k``. Exact (float32 dot products
         with every stored vector, or only with those a filter lets through) below
-        ``dense_exact_below`` chunks; at or above it, binary codes pick a shortlist of
+        ``dense_exact_below`` chunks; at or above it, int8 codes pick a shortlist of
         ``max(dense_rescore_factor * k, dense_rescore_min)`` chunks whose exact cosines give
         the top ``k`` (recall@10 >= 0.99 against exact on real embeddings, see
         docs/benchmarks.md). Raises ValueError for a query of the wrong dimension or an
