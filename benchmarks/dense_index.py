@@ -1,4 +1,4 @@
-"""Dense search on the SQLite store: exact float32 scan vs binary codes with exact re-scoring
+"""Dense search on the SQLite store: exact float32 scan vs int8 codes with exact re-scoring
 (citewise.store.dense_index), recall on real embeddings and latency at 100k / 1M, in one run.
 
 Recall (real embeddings, minilm through ``load_embedder``, cached in ``--work``):
@@ -7,21 +7,21 @@ Recall (real embeddings, minilm through ``load_embedder``, cached in ``--work``)
   zh paragraphs and their sentences (sentences of 4 words or more); ~60k vectors;
 * queries: the 1,109 SciFact claims and the 1,190 XQuAD questions of each of en, ru, zh,
   embedded with ``embed_query``;
-* for each shortlist size, recall@10 and recall@50 of ``DenseIndex.top`` (binary) against
+* for each shortlist size, recall@10 and recall@50 of ``DenseIndex.top`` (int8) against
   exact search over the same vectors (``DenseMethod.EXACT``): the share of the exact top k
   returned, counting a returned chunk as right when its cosine is at least the exact k-th's
   minus 1e-6 (duplicate sentences are not misses); also with a filter keeping 1% of the
   chunks. The shortlist is also given as a share of the chunks, since at a fixed size the
-  recall falls as the index grows: the default (1,000 for k <= 50) is 1.7% of these chunks,
-  1% of 100k and 0.1% of 1M.
+  recall falls as the index grows: the default (``max(10 k, 100)``: 100 for a top 10) is
+  0.15% of these chunks, 0.1% of 100k and 0.01% of 1M.
 
 Latency (generated vectors: each a real chunk vector plus Gaussian noise, renormalised, so
 there are near neighbours; 384-d float32): an SQLite store of ``--chunks`` chunks (100 per
 document) written once into ``<work>/dense-N.sqlite3``; two ``SQLiteStore`` objects on that
-file, ``dense_exact_below`` above N (exact, today's search) and the default (binary), answer
-the same queries (real queries plus noise) in turn, top 50, without and with a
+file, ``dense_exact_below`` above N (exact, today's search) and the default (int8), answer
+the same queries (real queries plus noise) in turn, top 50 (shortlist 500), without and with a
 ``document_ids`` filter keeping 1% of the chunks; p50 / p95 ms, the ratio to exact's p50, the
-agreement of the binary top 10 with exact's, the index build time and its bytes.
+agreement of the int8 top 10 with exact's, the index build time and its bytes.
 
 Usage::
 
@@ -106,7 +106,7 @@ def recall_at(exact_scores: np.ndarray, got: np.ndarray, k: int) -> float:
 
 
 def recall_table(chunks: dict[str, np.ndarray], queries: dict[str, np.ndarray],
-                 shortlists: list[int]) -> None:
+                 shortlists: list[int], step: int) -> None:
     vectors = np.concatenate(list(chunks.values()))
     n = vectors.shape[0]
     rowids = np.arange(n, dtype=np.int64)
@@ -121,11 +121,12 @@ def recall_table(chunks: dict[str, np.ndarray], queries: dict[str, np.ndarray],
           "recall@10, 1% filter | queries with recall@10 < 1 |\n|---|---|---|---|---|---|")
     exact: dict[str, list[np.ndarray]] = {}
     exact_f: dict[str, list[np.ndarray]] = {}
+    queries = {name: qs[::step] for name, qs in queries.items()}
     for name, qs in queries.items():
         exact[name] = [base.top(q, K, method=DenseMethod.EXACT)[1] for q in qs]
         exact_f[name] = [base.top(q, 10, one_percent, method=DenseMethod.EXACT)[1] for q in qs]
     for size in shortlists:
-        index = DenseIndex(0, rowids, vectors, base.centre, base.codes, rescore_factor=0,
+        index = DenseIndex(0, rowids, vectors, base.scales, base.codes, rescore_factor=0,
                            rescore_min=size)
         all10: list[float] = []
         for name, qs in queries.items():
@@ -133,12 +134,13 @@ def recall_table(chunks: dict[str, np.ndarray], queries: dict[str, np.ndarray],
             for q, ex, exf in zip(qs, exact[name], exact_f[name], strict=True):
                 got10 = index.top(q, 10)[1]
                 r10.append(recall_at(ex, got10, 10))
-                r50.append(recall_at(ex, index.top(q, K)[1], K))
+                if size >= K:  # a smaller shortlist returns fewer than K
+                    r50.append(recall_at(ex, index.top(q, K)[1], K))
                 rf.append(recall_at(exf, index.top(q, 10, one_percent)[1], 10))
                 worse += r10[-1] < 1
             all10 += r10
             print(f"| {size:,} ({size / n:.2%}) | {name} ({len(qs)}) | {np.mean(r10):.4f} | "
-                  f"{np.mean(r50):.4f} | {np.mean(rf):.4f} | {worse} |")
+                  f"{np.mean(r50) if r50 else float('nan'):.4f} | {np.mean(rf):.4f} | {worse} |")
         print(f"| {size:,} ({size / n:.2%}) | all ({len(all10)}) | **{np.mean(all10):.4f}** "
               "| | | |")
 
@@ -187,9 +189,9 @@ def latency_table(n: int, real: np.ndarray, real_queries: np.ndarray, n_queries:
     path = work / f"dense-{n}.sqlite3"
     store_of(path, generated(real, n, seed=n))
     exact = SQLiteStore(path, dense_exact_below=n + 1)
-    binary = SQLiteStore(path)
+    coded = SQLiteStore(path)
     times_build = {}
-    for name, store in (("exact", exact), ("binary", binary)):
+    for name, store in (("exact", exact), ("int8", coded)):
         t0 = time.perf_counter()
         index = store._load_matrix()
         times_build[name] = (time.perf_counter() - t0, index.nbytes / 1e6)
@@ -199,9 +201,9 @@ def latency_table(n: int, real: np.ndarray, real_queries: np.ndarray, n_queries:
                    n_queries, seed=1)
     filt = {"document_ids": [f"doc{d}" for d in range(0, n, PER_DOC)][::100]}
     systems = {"exact": lambda q: exact.dense_search(q, K),
-               "binary": lambda q: binary.dense_search(q, K),
+               "int8": lambda q: coded.dense_search(q, K),
                "exact, 1% filter": lambda q: exact.dense_search(q, K, filt),
-               "binary, 1% filter": lambda q: binary.dense_search(q, K, filt)}
+               "int8, 1% filter": lambda q: coded.dense_search(q, K, filt)}
     for fn in systems.values():
         for q in qs[:5]:
             fn(q)
@@ -213,31 +215,33 @@ def latency_table(n: int, real: np.ndarray, real_queries: np.ndarray, n_queries:
             hits = fn(q)
             times[name].append((time.perf_counter() - t0) * 1000)
             outs[name].append([h.chunk_id for h in hits])
-    same10 = np.mean([a[:10] == b[:10] for a, b in zip(outs["binary"], outs["exact"],
+    same10 = np.mean([a[:10] == b[:10] for a, b in zip(outs["int8"], outs["exact"],
                                                        strict=True)])
     overlap10 = np.mean([len(set(a[:10]) & set(b[:10])) / 10
-                         for a, b in zip(outs["binary"], outs["exact"], strict=True)])
-    same_f = np.mean([a == b for a, b in zip(outs["binary, 1% filter"],
+                         for a, b in zip(outs["int8"], outs["exact"], strict=True)])
+    same_f = np.mean([a == b for a, b in zip(outs["int8, 1% filter"],
                                              outs["exact, 1% filter"], strict=True)])
     base = pct(times["exact"], 50)
     print(f"\n# latency: {n:,} generated chunks x {DIM}-d, {n_queries} queries, top {K}; "
           f"exact index loaded in {times_build['exact'][0]:.1f} s "
-          f"({times_build['exact'][1]:,.0f} MB), binary in {times_build['binary'][0]:.1f} s "
-          f"({times_build['binary'][1]:,.0f} MB); {time.strftime('%H:%M:%S')} {load()}")
+          f"({times_build['exact'][1]:,.0f} MB), int8 in {times_build['int8'][0]:.1f} s "
+          f"({times_build['int8'][1]:,.0f} MB); {time.strftime('%H:%M:%S')} {load()}")
     print("\n| dense top-50 | p50 ms | p95 ms | p50 / exact p50 |\n|---|---|---|---|")
     for name, ts in times.items():
         print(f"| {name} | {pct(ts, 50):.2f} | {pct(ts, 95):.2f} | {pct(ts, 50) / base:.3f} |")
-    print(f"\nbinary vs exact on these generated vectors: identical top 10 (ids, order) "
+    print(f"\nint8 vs exact on these generated vectors: identical top 10 (ids, order) "
           f"{same10:.1%}, top-10 overlap {overlap10:.3f}; 1% filter identical top 50 {same_f:.1%}")
     exact.close()
-    binary.close()
+    coded.close()
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--chunks", default="100000", help="comma-separated store sizes")
     ap.add_argument("--queries", type=int, default=200)
-    ap.add_argument("--shortlists", default="100,250,500,1000,2000")
+    ap.add_argument("--shortlists", default="10,20,50,100,500",
+                    help="shortlist sizes for the recall table (the default for k 10: 100)")
+    ap.add_argument("--query-step", type=int, default=1, help="recall on every Nth query")
     ap.add_argument("--no-recall", action="store_true")
     ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "citewise-bench")
     args = ap.parse_args()
@@ -246,7 +250,8 @@ def main() -> None:
     print(f"# {platform.machine()}, {os.cpu_count()} cores; start {time.strftime('%H:%M:%S')} "
           f"{load()}")
     if not args.no_recall:
-        recall_table(chunks, queries, [int(s) for s in args.shortlists.split(",")])
+        recall_table(chunks, queries, [int(s) for s in args.shortlists.split(",")],
+                     args.query_step)
         note("recall measured")
     real = np.concatenate(list(chunks.values()))
     real_queries = np.concatenate(list(queries.values()))
