@@ -183,7 +183,8 @@ class Engine:
         """Yields status events, answer tokens, then one DoneEvent (see DESIGN.md, Events).
 
         Each status comes before the slow step it names: "searching the documents" (stage
-        ``retrieve``, :meth:`search_stream`), "reading N passages from M files" (``read``),
+        ``retrieve``, :meth:`search_stream`; after a ``notice`` "the question is N characters
+        long: only its last M are searched" when it is longer than ``max_query_chars``), "reading N passages from M files" (``read``),
         "starting the local model" (``load``, when this engine first opens the bundled
         model) and "writing the answer with ..." (``generate``) or "quoting the evidence
         sentences" (``answer``). An empty index gives only the DoneEvent. The LLM is used
@@ -194,11 +195,16 @@ class Engine:
         AnalyzerMismatchError for an index built otherwise; a provider that cannot be opened
         or fails gives the extractive answer (a ``fallback`` status), not an error.
         """
+        asked = len(" ".join(question.split())) if isinstance(question, str) else 0
         question = clean_query(question, self.settings.max_query_chars)
         if self.store.info().chunks == 0:
             yield DoneEvent(Answer(question, self._not_found(NO_DOCUMENTS, filters), (), False,
                                    "none"))
             return
+        if asked > self.settings.max_query_chars:  # a pasted page: say so, never cut silently
+            yield StatusEvent(f"the question is {asked:,} characters long: only its last "
+                              f"{len(question):,} are searched (max_query_chars)",
+                              stage="notice")
         result = yield from self.search_stream(question, mode=mode, top_k=top_k,
                                                filters=filters)
         yield from self.answer_stream(question, result, extractive=extractive, history=history,

@@ -35,7 +35,12 @@ import numpy as np
 from citewise.embed import Embedder
 from citewise.ingest.chunking import SOURCE_WINDOW, sentences
 from citewise.retrieve.retriever import question_clause
-from citewise.text.analysis import content_terms, tokenize
+from citewise.text.analysis import (
+    content_terms,
+    identifier_parts,
+    tokenize,
+    without_known_parts,
+)
 from citewise.text.language import detect_language
 from citewise.types import Evidence
 
@@ -186,7 +191,8 @@ HEADING_WEIGHT = 0.5
 def rank_candidates(question: str, evidence: Sequence[Evidence], embedder: Embedder, *,
                     idf: dict[str, float] | None = None,
                     document_idf: dict[str, dict[str, float]] | None = None,
-                    max_embedded: int = 64) -> list[Scored]:
+                    max_embedded: int = 64,
+                    known_identifiers: frozenset[str] = frozenset()) -> list[Scored]:
     """Every candidate of ``evidence`` (best first) scored against ``question``.
 
     ``idf`` is the collection IDF of the question's terms and ``document_idf`` their IDF
@@ -194,11 +200,16 @@ def rank_candidates(question: str, evidence: Sequence[Evidence], embedder: Embed
     To bound the embedding cost, only the ``max_embedded`` candidates with the best lexical
     score (coverage plus the rank bonus) are embedded; the others keep a cosine of 0.
     A candidate that :func:`looks_like_command` scores ``COMMAND_PENALTY`` times less unless
-    the question asks for a command or code. Returns [] when there are no candidates.
+    the question asks for a command or code. The parts of an identifier in
+    ``known_identifiers`` (analysed terms the index holds whole, such as ``top_k``) do not
+    count toward ``coverage`` (:func:`~citewise.text.analysis.without_known_parts`).
+    Returns [] when there are no candidates.
     """
     language = detect_language(question)
     focus = question_clause(question)
-    terms = content_terms(focus, language)
+    terms = without_known_parts(content_terms(focus, language),
+                                identifier_parts(focus, language),
+                                known_identifiers.__contains__)
     pool = [c for i, ev in enumerate(evidence) for c in candidates(ev, i)]
     if not pool:
         return []

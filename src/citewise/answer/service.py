@@ -34,7 +34,7 @@ from citewise.embed import Embedder
 from citewise.errors import CitewiseError
 from citewise.retrieve.retriever import Retriever, SearchResult, clean_query
 from citewise.store.base import Store
-from citewise.text.analysis import tokenize
+from citewise.text.analysis import identifier_parts, tokenize
 from citewise.types import Answer, DoneEvent, Event, Evidence, StatusEvent
 
 log = logging.getLogger(__name__)
@@ -110,8 +110,10 @@ class AnswerService:
         if s.evidence != "sentences":
             return reading
         t0 = time.perf_counter()
+        known = frozenset(t for t in identifier_parts(question) if df.get(t, 0) > 0)
         reading.ranked = rank_candidates(question, evidence, self.embedder, idf=reading.idf,
-                                         document_idf=reading.document_idf)
+                                         document_idf=reading.document_idf,
+                                         known_identifiers=known)
         reading.timings_ms["sentences_ms"] = (time.perf_counter() - t0) * 1000
         if not reading.ranked or (s.abstain and not answerable(reading.ranked, question)):
             reading.declined = self.not_found(NOT_FOUND, filters)

@@ -43,7 +43,12 @@ from citewise.retrieve.fusion import fuse
 from citewise.retrieve.rerank import Reranker, passage_text, sigmoid
 from citewise.store.base import Store, check_filters
 from citewise.store.bm25 import idf as bm25_idf
-from citewise.text.analysis import content_terms, tokenize
+from citewise.text.analysis import (
+    content_terms,
+    identifier_parts,
+    tokenize,
+    without_known_parts,
+)
 from citewise.text.language import UNDETERMINED, detect_language
 from citewise.types import Hit
 
@@ -229,7 +234,7 @@ class Retriever:
             except ValueError as err:
                 raise QueryError(str(err)) from None
         language = detect_language(query)
-        terms = tokenize(query, language)
+        terms = self.query_terms(query, language)
         if mode is SearchMode.SPARSE:
             query_vec = None
         elif query_vec is None:
@@ -250,6 +255,18 @@ class Retriever:
             with clock("rerank_ms"):
                 hits = self._rerank(query, hits)
         return prefer_language(hits, routed) if routed is not None else hits
+
+    def query_terms(self, query: str, language: str) -> list[str]:
+        """The BM25 terms of ``query`` (:func:`~citewise.text.analysis.tokenize` in
+        ``language``) without the parts of an identifier the index holds whole
+        (:func:`~citewise.text.analysis.without_known_parts`: "the default top_k" searches
+        ``default top_k``, not also every chunk saying "top" and "k")."""
+        terms = tokenize(query, language)
+        parts = identifier_parts(query, language)
+        if not parts:
+            return terms
+        _, df = self.store.term_document_frequencies(list(parts))
+        return without_known_parts(terms, parts, lambda t: df.get(t, 0) > 0)
 
     def reranks(self, language: str) -> bool:
         """Whether a question detected as ``language`` is reranked: a reranker is loaded and
