@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Generator, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,6 +26,7 @@ from citewise.errors import (
 )
 from citewise.ingest.pipeline import Ingestor, IngestReport, ProgressFn
 from citewise.ingest.reindex import reindex
+from citewise.ingest.watch import DEBOUNCE_MS, ReportFn, watch_folders
 from citewise.retrieve.rerank import Reranker, load_reranker
 from citewise.retrieve.retriever import Retriever, SearchResult, clean_query
 from citewise.store.base import Store
@@ -118,6 +119,20 @@ class Engine:
         bad file."""
         return Ingestor(self.settings, self.store, self.embedder, collection).ingest_files(
             files, progress)
+
+    def watch(self, paths: Sequence[str | Path], *, collection: str | None = None,
+              stop: threading.Event | None = None, debounce_ms: int = DEBOUNCE_MS,
+              force_polling: bool | None = None, on_report: ReportFn | None = None,
+              on_ready: Callable[[list[Path]], None] | None = None,
+              progress: ProgressFn | None = None) -> None:
+        """Keep the folders ``paths`` in sync with the index, in ``collection`` (default
+        ``settings.collection``), until ``stop`` is set or Ctrl+C
+        (:func:`citewise.ingest.watch.watch_folders`: one catch-up ingest, then each batch
+        of changes after ``debounce_ms`` of quiet). Raises ConfigError for a path that is
+        not a folder."""
+        watch_folders(Ingestor(self.settings, self.store, self.embedder, collection), paths,
+                      stop=stop, debounce_ms=debounce_ms, force_polling=force_polling,
+                      on_report=on_report, on_ready=on_ready, progress=progress)
 
     def reindex(self, progress: ProgressFn | None = None) -> IngestReport:
         """Bring the index in line with the configured model and the current text analysis
