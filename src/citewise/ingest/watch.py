@@ -168,7 +168,8 @@ def watch_folders(ingestor: Ingestor, paths: Sequence[str | Path], *,
     some container mounts); None: watchfiles decides (``WATCHFILES_FORCE_POLLING``).
     ``on_report`` gets the catch-up's report, then each batch's; ``on_ready`` gets the
     watched roots once the catch-up is done and changes are being watched.
-    Raises ConfigError when a path is missing or not a folder, or ``debounce_ms`` < 10.
+    Raises ConfigError when a path is missing or not a folder, ``debounce_ms`` < 10, or the
+    system refuses to watch the folders (too many of them for its notification limit).
     """
     import watchfiles
 
@@ -183,7 +184,13 @@ def watch_folders(ingestor: Ingestor, paths: Sequence[str | Path], *,
         rust_timeout=max(1000, 2 * debounce_ms), yield_on_timeout=True,
         force_polling=force_polling)
     try:
-        next(changes, None)  # the notifier runs from here on: later changes are kept
+        try:
+            next(changes, None)  # the notifier runs from here on: later changes are kept
+        except (OSError, RuntimeError) as err:  # e.g. the system's limit of watched folders
+            raise ConfigError(
+                f"cannot watch {', '.join(map(str, roots))}: {err}; use polling instead "
+                "(citewise watch --poll), or raise the limit (Linux: sysctl "
+                "fs.inotify.max_user_watches)") from err
         if stop.is_set():
             return
         report = sync.catch_up(progress)
