@@ -198,6 +198,12 @@ class Settings(BaseSettings):
         True, description="When the index holds several languages, prefer chunks in the "
         "question's language (falling back to the others when none is relevant).",
     )
+    dense_language_gate: bool = Field(
+        True, description="Search a question by BM25 alone when the embedding model was not "
+        "trained on its language (minilm: English only; use: en ru zh ja ko ar; e5: all), "
+        "falling back to the hybrid search when BM25 finds nothing. Measured: minilm fused "
+        "with BM25 scores 0.33 nDCG@10 below BM25 alone on XQuAD-ru (docs/benchmarks.md).",
+    )
     top_k: int = Field(5, ge=1, le=100)
     per_file: int = Field(1, ge=1, description="At most this many chunks per file in the top_k.")
     min_score: float = Field(

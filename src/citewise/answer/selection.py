@@ -194,7 +194,7 @@ def rank_candidates(question: str, evidence: Sequence[Evidence], embedder: Embed
                     document_idf: dict[str, dict[str, float]] | None = None,
                     max_embedded: int = 64,
                     known_identifiers: frozenset[str] = frozenset(),
-                    prefer_document: str | None = None) -> list[Scored]:
+                    prefer_document: str | None = None, dense: bool = True) -> list[Scored]:
     """Every candidate of ``evidence`` (best first) scored against ``question``.
 
     ``idf`` is the collection IDF of the question's terms and ``document_idf`` their IDF
@@ -206,8 +206,10 @@ def rank_candidates(question: str, evidence: Sequence[Evidence], embedder: Embed
     ``known_identifiers`` (analysed terms the index holds whole, such as ``top_k``) do not
     count toward ``coverage`` (:func:`~citewise.text.analysis.without_known_parts`). A
     candidate of ``prefer_document`` (a document id: the page the question is asked from) has
-    a positive score multiplied by :data:`~citewise.retrieve.page.PAGE_PRIOR`. Returns []
-    when there are no candidates.
+    a positive score multiplied by :data:`~citewise.retrieve.page.PAGE_PRIOR`. With
+    ``dense=False`` (the embedding model does not know the question's language,
+    :meth:`~citewise.retrieve.retriever.Retriever.dense_models`) nothing is embedded and
+    ``coverage`` stands in for the cosine. Returns [] when there are no candidates.
     """
     language = detect_language(question)
     focus = question_clause(question)
@@ -238,7 +240,9 @@ def rank_candidates(question: str, evidence: Sequence[Evidence], embedder: Embed
     lexical = [0.4 * cov + 0.05 / (c.index + 1) for c, cov in zip(pool, coverage, strict=True)]
     order = sorted(range(len(pool)), key=lambda i: -lexical[i])[:max_embedded]
     cosine = np.zeros(len(pool), dtype=np.float32)
-    if order:
+    if not dense:
+        cosine[:] = coverage
+    elif order:
         vectors = embedder.embed_documents([_in_context(pool[i], evidence) for i in order])
         cosine[order] = vectors @ embedder.embed_query(focus)
     penalise = not _ASKS_FOR_CODE.search(question)

@@ -35,6 +35,7 @@ from citewise.errors import CitewiseError
 from citewise.retrieve.retriever import Retriever, SearchResult, clean_query
 from citewise.store.base import Store
 from citewise.text.analysis import identifier_parts, tokenize
+from citewise.text.language import detect_language
 from citewise.types import Answer, DoneEvent, Event, Evidence, StatusEvent
 
 log = logging.getLogger(__name__)
@@ -117,6 +118,8 @@ class AnswerService:
         reading.ranked = rank_candidates(question, evidence, self.embedder, idf=reading.idf,
                                          document_idf=reading.document_idf,
                                          known_identifiers=known,
+                                         dense=self.retriever.dense_models(
+                                             detect_language(question)),
                                          prefer_document=prefer_document)
         reading.timings_ms["sentences_ms"] = (time.perf_counter() - t0) * 1000
         if not reading.ranked or (s.abstain and not answerable(reading.ranked, question)):
