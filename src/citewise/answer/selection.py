@@ -358,6 +358,12 @@ def _narrow(ev: Evidence, start: int, end: int, n: int, shown: str | None = None
         # the chunk's, as the window's first line is not known
         at, stop = found
         char_start = chunk.char_end - (tail + len(last_line)) + at
+        if (row and whole and line_start is not None and line_end is not None
+                and src.count("\n", 0, len(src.rstrip())) == line_end - line_start):
+            # a table whose header row is not in the document text (CSV, a spreadsheet's
+            # rows), one line per row with no line dropped: a row's line (a sheet's row
+            # number) counts from the block's first
+            first = line_start + src.count("\n", 0, at)
     else:
         found = None
     if found is not None:
