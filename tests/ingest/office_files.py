@@ -137,8 +137,8 @@ def mail_eml(path: Path, attachments: dict[str, bytes] | None = None,
         msg.add_alternative(html, subtype="html")
     for name, data in (attachments or {}).items():
         maintype, subtype = {".pdf": ("application", "pdf"),
-                             ".xlsx": ("application", "vnd.openxmlformats-officedocument"
-                                                      ".spreadsheetml.sheet"),
+                             ".xlsx": ("application", ("vnd.openxmlformats-officedocument"
+                                                      ".spreadsheetml.sheet")),
                              ".png": ("image", "png")}.get(Path(name).suffix,
                                                             ("application", "octet-stream"))
         msg.add_attachment(data, maintype=maintype, subtype=subtype, filename=name)

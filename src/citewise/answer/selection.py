@@ -97,11 +97,16 @@ class Scored:
     answer_coverage: float = 0.0
 
 
-def _table_rows(text: str) -> tuple[list[str], list[tuple[int, str]]] | None:
-    """(header cells, [(offset, row line)]) when the chunk is a pipe table with a header."""
-    lines, pos = [], 0
+def _table_rows(text: str, headings: frozenset[str] = frozenset()
+                ) -> tuple[list[str], list[tuple[int, str]]] | None:
+    """(header cells, [(offset, row line)]) when the chunk is a pipe table with a header,
+    possibly after lines that are among ``headings`` (casefolded: the heading a table is
+    chunked with, a slide's title)."""
+    lines: list[tuple[int, str]] = []
+    pos = 0
     for line in text.split("\n"):
-        if line.strip():
+        if line.strip() and (lines or " | " in line
+                             or " ".join(line.split()).casefold() not in headings):
             lines.append((pos, line))
         pos += len(line) + 1
     if len(lines) < 2 or " | " not in lines[0][1]:
@@ -136,7 +141,8 @@ def candidates(evidence: Evidence, index: int) -> list[Candidate]:
     doc = evidence.hit.document
     if evidence.chunk.symbol or (doc is not None and doc.format == "code"):
         return _code_windows(text, index)
-    table = _table_rows(text)
+    headings = {" ".join(h.split()).casefold() for h in evidence.chunk.section}
+    table = _table_rows(text, frozenset(headings))
     if table is not None:
         header, rows = table
         out = []
@@ -146,7 +152,6 @@ def candidates(evidence: Evidence, index: int) -> list[Candidate]:
                      if len(cells) == len(header) else row)
             out.append(Candidate(index, shown, pos, pos + len(row), "row"))
         return out
-    headings = {" ".join(h.split()).casefold() for h in evidence.chunk.section}
     if doc is not None:
         headings.add(" ".join(doc.title.split()).casefold())
     out, pos = [], 0

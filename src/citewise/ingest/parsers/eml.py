@@ -26,7 +26,7 @@ from __future__ import annotations
 import email
 import mimetypes
 from email import policy
-from email.message import EmailMessage
+from email.message import EmailMessage, MIMEPart
 from pathlib import Path
 from typing import Any
 
@@ -124,7 +124,7 @@ def _metadata(message: EmailMessage) -> dict[str, Any]:
     return meta
 
 
-def _text_of(part: EmailMessage) -> str:
+def _text_of(part: MIMEPart) -> str:
     """A text part's content as a string (an unknown charset falls back to detection)."""
     try:
         content = part.get_content()
@@ -149,7 +149,7 @@ def _add_body(path: Path, message: EmailMessage, builder: TextBuilder,
         builder.add(BlockKind.PARAGRAPH, text[start:end])
 
 
-def _attachment_name(part: EmailMessage, index: int) -> str:
+def _attachment_name(part: MIMEPart, index: int) -> str:
     name = part.get_filename()
     if name:
         return Path(" ".join(clean_text(name).split())).name or f"attachment-{index}"
@@ -159,7 +159,7 @@ def _attachment_name(part: EmailMessage, index: int) -> str:
     return f"attachment-{index}{suffix}"
 
 
-def _parse_attachment(path: Path, part: EmailMessage, name: str, depth: int) -> ParsedDocument:
+def _parse_attachment(path: Path, part: MIMEPart, name: str, depth: int) -> ParsedDocument:
     where = f"{path}:{name}"
     if part.get_content_type() == "message/rfc822" or name.lower().endswith(".eml"):
         if depth >= MAX_DEPTH:
