@@ -271,7 +271,7 @@ class Agent:
     # --- tools ----------------------------------------------------------------------------
     def _search(self, query: str, history: Sequence[Turn], *, top_k: int | None,
                 mode: SearchMode | str, filters: Mapping[str, Any] | None,
-                extractive: bool) -> EventStream:
+                extractive: bool, instructions: str = "") -> EventStream:
         engine = self.engine
         k = top_k or self.settings.top_k
         yield ToolCallEvent("search", {"query": query, "top_k": k, "mode": SearchMode(mode).value})
@@ -283,7 +283,7 @@ class Agent:
         result = yield from engine.search_stream(query, mode=mode, top_k=top_k, filters=filters)
         yield ToolResultEvent("search", {"hits": [_hit_dict(h) for h in result.hits]})
         yield from engine.answer_stream(query, result, extractive=extractive, history=history,
-                                        filters=filters, top_k=top_k)
+                                        filters=filters, top_k=top_k, instructions=instructions)
 
     def _answer_from_history(self, query: str, history: History,
                              provider: ChatProvider) -> EventStream:
@@ -436,10 +436,12 @@ class Agent:
 
     # --- without a session (the OpenAI-compatible endpoint) -------------------------------
     def stateless(self, query: str, turns: Sequence[Turn], *, top_k: int | None = None,
-                  filters: Mapping[str, Any] | None = None) -> Iterator[Event]:
+                  filters: Mapping[str, Any] | None = None,
+                  instructions: str = "") -> Iterator[Event]:
         """An answer to ``query`` after the client-held ``turns``: small talk at once, a
         follow-up rewritten by the rule, otherwise search (narrowed by ``filters``, such as
-        the caller's readable ``collections``) and answer. Nothing is saved."""
+        the caller's readable ``collections``) and answer, the LLM given ``instructions``
+        after its own rules (an OpenAI client's system message). Nothing is saved."""
         validate_query(query, self.settings)
         reply = small_talk_reply(classify(query))
         if reply is None and not any(ch.isalnum() for ch in query):
@@ -453,7 +455,7 @@ class Agent:
             query = rewrite_follow_up(query, last)
         keep = turns[-self.settings.history_turns:] if self.settings.history_turns else ()
         yield from self._search(query, keep, top_k=top_k, mode=SearchMode.HYBRID,
-                                filters=filters, extractive=False)
+                                filters=filters, extractive=False, instructions=instructions)
 
 
 __all__ = ["NOT_A_QUESTION", "SCAN_UNAVAILABLE", "Agent", "citation_dict", "validate_query"]
