@@ -238,6 +238,8 @@ def office_engine(engine, tmp_path):
     office_files.deck_pptx(data / "deck.pptx")
     office_files.novel_epub(data / "novel.epub")
     office_files.mail_eml(data / "mail.eml", {"payroll.pdf": PAYROLL_PDF.read_bytes()})
+    (data / "mayors.csv").write_text("city,mayor\nOslo,Anne Lindboe\nBergen,Marte Mjos Persen\n"
+                                     "Trondheim,Kent Ranum\n")
     (data / "broken.pptx").write_bytes((data / "deck.pptx").read_bytes()[:700])
     report = engine.ingest([data])
     engine.report = report  # type: ignore[attr-defined]
@@ -250,10 +252,11 @@ def test_office_files_ingest_with_a_broken_one_reported(office_engine):
         "failed", "corrupt or truncated Office file: File is not a zip file")
     assert {p: s for p, (s, _) in statuses.items() if p != "data/broken.pptx"} == {
         "data/budget.xlsx": "added", "data/deck.pptx": "added", "data/novel.epub": "added",
-        "data/mail.eml": "added"}
+        "data/mail.eml": "added", "data/mayors.csv": "added"}
     formats = {d.path: d.format for d in office_engine.store.documents() if d.status == "indexed"}
     assert formats == {"data/budget.xlsx": "xlsx", "data/deck.pptx": "pptx",
-                       "data/novel.epub": "epub", "data/mail.eml": "eml"}
+                       "data/novel.epub": "epub", "data/mail.eml": "eml",
+                       "data/mayors.csv": "text"}
 
 
 @pytest.mark.parametrize(("question", "quote", "location"), [
@@ -273,6 +276,9 @@ def test_office_files_ingest_with_a_broken_one_reported(office_engine):
     ("On which day are salaries paid?", "Salaries are paid on the 25th day of each month",
      "data/mail.eml, p. 1, Attachment: payroll.pdf > Payroll calendar 2025"),
     ("Where does the office move to?", "Harbour Street 12 on 14 April", "data/mail.eml"),
+    # a CSV row is cited by its own line, as a sheet's row is (the header is line 1)
+    ("Who is the mayor of Bergen?", "city: Bergen; mayor: Marte Mjos Persen",
+     "data/mayors.csv, lines 3-3"),
 ])
 def test_answers_cite_sheets_rows_slides_chapters_and_attachments(
         office_engine, question, quote, location):
@@ -286,6 +292,8 @@ def test_answers_cite_sheets_rows_slides_chapters_and_attachments(
     doc = office_engine.store.document(citation.document_id)
     source = Path(doc.source_path)
     cited = parse_file(source, source.read_bytes()).text[citation.char_start:citation.char_end]
-    words = quote.replace("Region: ", "").replace("Plan: ", "").replace("Monthly price: ", "")
+    words = quote
+    for name in ("Region: ", "Plan: ", "Monthly price: ", "city: ", "mayor: "):
+        words = words.replace(name, "")
     for word in words.replace(";", " ").replace("Q1: ", "").replace("Q2: ", "").split():
         assert word in cited
