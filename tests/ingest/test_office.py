@@ -8,6 +8,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from citewise.errors import CorruptDocumentError, DocumentError, EmptyDocumentError
 from citewise.ingest.parsers.base import parser_for
@@ -16,6 +18,7 @@ from citewise.ingest.pipeline import parse_file
 from citewise.types import BlockKind
 from tests.conftest import CASES
 from tests.ingest import office_files
+from tests.ingest.test_fuzz import FUZZ, parse_or_own_error
 
 PAYROLL_PDF = CASES / "c02_encrypted" / "payroll_plain.pdf"
 
@@ -297,3 +300,37 @@ def test_answers_cite_sheets_rows_slides_chapters_and_attachments(
         words = words.replace(name, "")
     for word in words.replace(";", " ").replace("Q1: ", "").replace("Q2: ", "").split():
         assert word in cited
+
+
+# --- fuzzing: damaged office files give a citewise error or a document, never a crash ---------
+
+
+@pytest.fixture(scope="module")
+def office_bytes(tmp_path_factory) -> dict[str, bytes]:
+    folder = tmp_path_factory.mktemp("office")
+    return {
+        "budget.xlsx": office_files.budget_xlsx(folder / "budget.xlsx").read_bytes(),
+        "deck.pptx": office_files.deck_pptx(folder / "deck.pptx").read_bytes(),
+        "novel.epub": office_files.novel_epub(folder / "novel.epub").read_bytes(),
+        "mail.eml": office_files.mail_eml(folder / "mail.eml", {
+            "payroll.pdf": PAYROLL_PDF.read_bytes()}).read_bytes(),
+    }
+
+
+@FUZZ
+@given(name=st.sampled_from(["budget.xlsx", "deck.pptx", "novel.epub", "mail.eml"]),
+       edits=st.lists(st.tuples(st.floats(0, 1, exclude_max=True),
+                                st.binary(min_size=1, max_size=8)), min_size=1, max_size=6))
+def test_damaged_office_files_parse_or_raise_citewise_errors(office_bytes, name, edits):
+    data = bytearray(office_bytes[name])
+    for where, patch in edits:
+        at = int(where * len(data))
+        data[at:at + len(patch)] = patch
+    parse_or_own_error(name, bytes(data))
+
+
+@FUZZ
+@given(name=st.sampled_from(["a.xlsx", "a.pptx", "a.epub", "a.eml"]),
+       data=st.binary(max_size=2000))
+def test_random_bytes_as_office_files(name, data):
+    parse_or_own_error(name, data)

@@ -20,7 +20,12 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from citewise.errors import CorruptDocumentError, EmptyDocumentError, UnsupportedFormatError
+from citewise.errors import (
+    CorruptDocumentError,
+    DocumentError,
+    EmptyDocumentError,
+    UnsupportedFormatError,
+)
 from citewise.ingest.parsers.base import TextBuilder, register
 from citewise.ingest.parsers.docx import check_zip
 from citewise.ingest.parsers.html import check_depth, decode_html, html_blocks
@@ -61,6 +66,20 @@ def parse(path: Path, data: bytes) -> ParsedDocument:
         book = epub.read_epub(io.BytesIO(data), options={"ignore_ncx": True})
     except Exception as exc:  # EbookLib raises EpubException, KeyError, XML errors on damage
         raise CorruptDocumentError(path, f"corrupt EPUB e-book: {exc}") from exc
+    try:
+        builder, warnings = _chapters(path, book, epub.EpubNav, ITEM_NAVIGATION)
+        metadata = _metadata(book)
+    except Exception as exc:  # a damaged package document or chapter
+        raise CorruptDocumentError(path, f"corrupt EPUB e-book: {exc}") from exc
+    if not builder.blocks:
+        raise EmptyDocumentError(path, "no text in any chapter of the e-book")
+    title = metadata.pop("title", "") or Path(path).stem
+    return builder.build("epub", title=title, metadata=metadata, warnings=tuple(warnings))
+
+
+def _chapters(path: Path, book: Any, nav_class: type, nav_type: int
+              ) -> tuple[TextBuilder, list[str]]:
+    """The blocks of the spine's chapters, each under its title, and the warnings."""
     toc = dict(_toc_titles(book.toc))
     builder = TextBuilder()
     warnings: list[str] = []
@@ -70,7 +89,7 @@ def parse(path: Path, data: bytes) -> ParsedDocument:
         if item is None:
             warnings.append(f"spine item {idref!r}: not in the manifest, skipped")
             continue
-        if (isinstance(item, epub.EpubNav) or item.get_type() == ITEM_NAVIGATION
+        if (isinstance(item, nav_class) or item.get_type() == nav_type
                 or "nav" in (getattr(item, "properties", None) or ())):
             continue
         name = item.get_name()
@@ -79,7 +98,7 @@ def parse(path: Path, data: bytes) -> ParsedDocument:
         try:
             check_depth(f"{path}:{name}", content)
             blocks, html_title, first_h1 = html_blocks(decode_html(f"{path}:{name}", content))
-        except (UnsupportedFormatError, EmptyDocumentError) as exc:
+        except DocumentError as exc:  # binary, undecodable, nested too deep
             warnings.append(f"chapter {name}: {exc.detail}, skipped")
             continue
         if not blocks:
@@ -87,11 +106,7 @@ def parse(path: Path, data: bytes) -> ParsedDocument:
         first_heading = next((b.section[0] for b in blocks if b.section), "")
         chapter = toc.get(name) or first_heading or first_h1 or html_title or f"Chapter {number}"
         builder.extend(blocks, section=(chapter,))
-    if not builder.blocks:
-        raise EmptyDocumentError(path, "no text in any chapter of the e-book")
-    metadata = _metadata(book)
-    title = metadata.pop("title", "") or Path(path).stem
-    return builder.build("epub", title=title, metadata=metadata, warnings=tuple(warnings))
+    return builder, warnings
 
 
 def _toc_titles(toc: Iterable[Any], base: str = "") -> Iterator[tuple[str, str]]:

@@ -70,45 +70,50 @@ def parse(path: Path, data: bytes) -> ParsedDocument:
     warnings: list[str] = []
     first_title = ""
     slides = 0
-    for number, slide in enumerate(presentation.slides, start=1):
-        slides = number
-        if slide.element.get("show") in ("0", "false"):
-            warnings.append(f"slide {number}: hidden, not indexed")
-            continue
-        try:
-            title = _title(slide)
+    try:
+        for number, slide in enumerate(presentation.slides, start=1):
+            slides = number
+            if slide.element.get("show") in ("0", "false"):
+                warnings.append(f"slide {number}: hidden, not indexed")
+                continue
+            title = _slide(builder, slide, number)
             first_title = first_title or title
-            section = (title or f"Slide {number}",)
-            lines: list[str] = []
-            tables: list[tuple[str, str]] = []
-            title_shape = slide.shapes.title
-            skip = title_shape.shape_id if title and title_shape is not None else None
-            for shape in _reading_order(slide.shapes):
-                if shape.shape_id != skip:
-                    _read_shape(shape, lines, tables)
-        except CorruptDocumentError:
-            raise
-        except Exception as exc:  # a damaged slide part
-            raise CorruptDocumentError(path, f"corrupt slide {number}: {exc}") from exc
-        if title:
-            builder.add(BlockKind.HEADING, title, section=section, page=number, level=1)
-        builder.add(BlockKind.PARAGRAPH, "\n".join(lines), section=section, page=number)
-        for header, body in tables:
-            if body:
-                builder.add(BlockKind.TABLE, body, section=section, page=number, header=header)
-            else:
-                builder.add(BlockKind.PARAGRAPH, header, section=section, page=number)
-        if slide.has_notes_slide:
-            notes = slide.notes_slide.notes_text_frame
-            if notes is not None:
-                builder.add(BlockKind.PARAGRAPH, _frame_text(notes),
-                            section=(*section, NOTES), page=number)
+        metadata = _properties(presentation.core_properties)
+    except Exception as exc:  # python-pptx raises KeyError, ValueError, XML errors on damage
+        where = f"slide {slides}" if slides else "presentation"
+        raise CorruptDocumentError(path, f"corrupt {where}: {exc}") from exc
     if not builder.blocks:
         raise EmptyDocumentError(path, "no text on any shown slide of the presentation")
-    metadata = _properties(presentation.core_properties)
     title = metadata.pop("title", "") or first_title or Path(path).stem
     return builder.build("pptx", title=title, metadata=metadata, warnings=tuple(warnings),
                          pages=slides)
+
+
+def _slide(builder: TextBuilder, slide: Any, number: int) -> str:
+    """Add the blocks of one shown slide (page ``number``); returns its title ("" without)."""
+    title = _title(slide)
+    section = (title or f"Slide {number}",)
+    lines: list[str] = []
+    tables: list[tuple[str, str]] = []
+    title_shape = slide.shapes.title
+    skip = title_shape.shape_id if title and title_shape is not None else None
+    for shape in _reading_order(slide.shapes):
+        if shape.shape_id != skip:
+            _read_shape(shape, lines, tables)
+    if title:
+        builder.add(BlockKind.HEADING, title, section=section, page=number, level=1)
+    builder.add(BlockKind.PARAGRAPH, "\n".join(lines), section=section, page=number)
+    for header, body in tables:
+        if body:
+            builder.add(BlockKind.TABLE, body, section=section, page=number, header=header)
+        else:
+            builder.add(BlockKind.PARAGRAPH, header, section=section, page=number)
+    if slide.has_notes_slide:
+        notes = slide.notes_slide.notes_text_frame
+        if notes is not None:
+            builder.add(BlockKind.PARAGRAPH, _frame_text(notes), section=(*section, NOTES),
+                        page=number)
+    return title
 
 
 def _title(slide: Any) -> str:

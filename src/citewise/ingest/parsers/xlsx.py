@@ -107,16 +107,14 @@ def parse(path: Path, data: bytes) -> ParsedDocument:
     builder = TextBuilder()
     sheets: list[str] = []
     warnings: list[str] = []
+    where = "workbook"
     try:
         for sheet in workbook.worksheets:
+            where = f"sheet {sheet.title!r}"
             if sheet.sheet_state != "visible":
-                warnings.append(f"sheet {sheet.title!r}: {sheet.sheet_state}, not indexed")
+                warnings.append(f"{where}: {sheet.sheet_state}, not indexed")
                 continue
-            try:
-                rows = list(_rows(sheet.iter_rows()))
-            except Exception as exc:  # a damaged sheet XML
-                raise CorruptDocumentError(
-                    path, f"corrupt Excel sheet {sheet.title!r}: {exc}") from exc
+            rows = list(_rows(sheet.iter_rows()))
             before = len(builder.blocks)
             last: tuple[list[int], str] | None = None
             for region in _regions(rows):
@@ -124,6 +122,8 @@ def parse(path: Path, data: bytes) -> ParsedDocument:
             if len(builder.blocks) > before:
                 sheets.append(sheet.title)
         properties = _properties(workbook.properties)
+    except Exception as exc:  # a damaged sheet: openpyxl raises KeyError, XML errors, ...
+        raise CorruptDocumentError(path, f"corrupt Excel {where}: {exc}") from exc
     finally:
         workbook.close()
     if not builder.blocks:
