@@ -194,3 +194,24 @@ def test_system_message_is_appended_to_the_rules_never_replacing_them(make_app, 
     count = engine.embedder.count_tokens
     assert completion.usage.prompt_tokens == sum(count(m["content"]) for m in sent)
     assert completion.usage.completion_tokens == count(completion.choices[0].message.content)
+
+
+def test_uploaded_office_files_are_answered_with_their_citations(make_app, tmp_path):
+    from tests.ingest import office_files
+
+    app, _ = make_app()
+    files = [("files", (path.name, path.read_bytes(), "application/octet-stream")) for path in (
+        office_files.budget_xlsx(tmp_path / "budget.xlsx"),
+        office_files.deck_pptx(tmp_path / "deck.pptx"))]
+    with LiveServer(app) as server:
+        r = httpx.post(f"{server.url}/api/documents", files=files, timeout=60)
+        assert r.status_code == 201, r.text
+        assert {f["path"]: f["status"] for f in r.json()["files"]} == {
+            "budget.xlsx": "added", "deck.pptx": "added"}
+        with openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused",
+                           max_retries=0) as client:
+            reply = client.chat.completions.create(model="citewise", messages=[
+                {"role": "user", "content": "What does the Team plan cost per month?"}])
+    assert "Plan: Team; Monthly price: 29 EUR [1]" in reply.choices[0].message.content
+    assert reply.model_extra["sources"][0]["location"] == "deck.pptx, slide 3, Pricing"
+    assert reply.model_extra["sources"][0]["page"] == 3
