@@ -32,7 +32,7 @@ from typing import Any
 
 from citewise.errors import CorruptDocumentError, DocumentError, EmptyDocumentError
 from citewise.ingest.parsers.base import TextBuilder, parser_for, register
-from citewise.ingest.parsers.html import html_blocks
+from citewise.ingest.parsers.html import check_depth, html_blocks
 from citewise.ingest.parsers.text import (
     clean_text,
     collapse_blobs,
@@ -141,6 +141,11 @@ def _add_body(path: Path, message: EmailMessage, builder: TextBuilder,
         return
     text = _text_of(body)
     if body.get_content_subtype() == "html":
+        try:
+            check_depth(path, text.encode("utf-8", "surrogatepass"))
+        except DocumentError as exc:
+            warnings.append(f"HTML body: not indexed ({exc.detail})")
+            return
         blocks, _title, _h1 = html_blocks(text)
         builder.extend(blocks)
         return
