@@ -320,7 +320,8 @@ class Settings(BaseSettings):
     )
     max_upload_mb: float = Field(50.0, gt=0, description="Largest uploaded file, in MiB.")
     upload_types: list[str] = Field(
-        default_factory=lambda: [".pdf", ".docx", ".html", ".htm", ".md", ".markdown", ".rst",
+        default_factory=lambda: [".pdf", ".docx", ".xlsx", ".xlsm", ".pptx", ".epub", ".eml",
+                                 ".html", ".htm", ".md", ".markdown", ".rst",
                                  ".txt", ".text", ".csv", ".json", ".py", ".js", ".ts", ".java",
                                  ".go", ".rs", ".c", ".cpp", ".h"],
         description="File name suffixes accepted by uploads.",

@@ -103,11 +103,16 @@ class Scored:
     answer_coverage: float = 0.0
 
 
-def _table_rows(text: str) -> tuple[list[str], list[tuple[int, str]]] | None:
-    """(header cells, [(offset, row line)]) when the chunk is a pipe table with a header."""
-    lines, pos = [], 0
+def _table_rows(text: str, headings: frozenset[str] = frozenset()
+                ) -> tuple[list[str], list[tuple[int, str]]] | None:
+    """(header cells, [(offset, row line)]) when the chunk is a pipe table with a header,
+    possibly after lines that are among ``headings`` (casefolded: the heading a table is
+    chunked with, a slide's title)."""
+    lines: list[tuple[int, str]] = []
+    pos = 0
     for line in text.split("\n"):
-        if line.strip():
+        if line.strip() and (lines or " | " in line
+                             or " ".join(line.split()).casefold() not in headings):
             lines.append((pos, line))
         pos += len(line) + 1
     if len(lines) < 2 or " | " not in lines[0][1]:
@@ -142,7 +147,8 @@ def candidates(evidence: Evidence, index: int) -> list[Candidate]:
     doc = evidence.hit.document
     if evidence.chunk.symbol or (doc is not None and doc.format == "code"):
         return _code_windows(text, index)
-    table = _table_rows(text)
+    headings = {" ".join(h.split()).casefold() for h in evidence.chunk.section}
+    table = _table_rows(text, frozenset(headings))
     if table is not None:
         header, rows = table
         out = []
@@ -152,7 +158,6 @@ def candidates(evidence: Evidence, index: int) -> list[Candidate]:
                      if len(cells) == len(header) else row)
             out.append(Candidate(index, shown, pos, pos + len(row), "row"))
         return out
-    headings = {" ".join(h.split()).casefold() for h in evidence.chunk.section}
     if doc is not None:
         headings.add(" ".join(doc.title.split()).casefold())
     out, pos = [], 0
@@ -380,6 +385,12 @@ def _narrow(ev: Evidence, start: int, end: int, n: int, shown: str | None = None
         # the chunk's, as the window's first line is not known
         at, stop = found
         char_start = chunk.char_end - (tail + len(last_line)) + at
+        if (row and whole and line_start is not None and line_end is not None
+                and src.count("\n", 0, len(src.rstrip())) == line_end - line_start):
+            # a table whose header row is not in the document text (CSV, a spreadsheet's
+            # rows), one line per row with no line dropped: a row's line (a sheet's row
+            # number) counts from the block's first
+            first = line_start + src.count("\n", 0, at)
     else:
         found = None
     if found is not None:
