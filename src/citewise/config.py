@@ -229,7 +229,9 @@ class Settings(BaseSettings):
         "evidence_per_file per file); their sentences compete for the top_k passages.",
     )
     evidence_per_file: int = Field(
-        3, ge=1, description="At most this many chunks per file in the evidence pool.",
+        5, ge=1, description="At most this many chunks per file in the evidence pool (5: a "
+        "settings table and the section explaining one setting can both come from one file; "
+        "3 before, see docs/benchmarks.md, Fourth round).",
     )
     evidence_tokens: int = Field(
         220, ge=40,
