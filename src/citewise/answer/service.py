@@ -34,7 +34,8 @@ from citewise.embed import Embedder
 from citewise.errors import CitewiseError
 from citewise.retrieve.retriever import Retriever, SearchResult, clean_query
 from citewise.store.base import Store
-from citewise.text.analysis import tokenize
+from citewise.text.analysis import identifier_parts, tokenize
+from citewise.text.language import detect_language
 from citewise.types import Answer, DoneEvent, Event, Evidence, StatusEvent
 
 log = logging.getLogger(__name__)
@@ -79,14 +80,17 @@ class AnswerService:
         self.provider_stream = provider_stream
 
     def read(self, question: str, result: SearchResult, *, top_k: int | None = None,
-             filters: Mapping[str, Any] | None = None) -> Reading:
+             filters: Mapping[str, Any] | None = None,
+             prefer_document: str | None = None) -> Reading:
         """The evidence of ``result`` for ``question`` (see :class:`Reading`). With
         ``abstain`` on, ``declined`` is set when the question names something no indexed
         document mentions (:func:`~citewise.answer.selection.unknown_names`, the reply names
         it) or, with sentence evidence, no sentence answers it
         (:func:`~citewise.answer.selection.answerable`). At most ``top_k`` passages (default
         ``settings.top_k``) within ``evidence_tokens``. ``filters`` are the search's (a
-        not-found reply names only unreadable files of its ``collections``)."""
+        not-found reply names only unreadable files of its ``collections``).
+        ``prefer_document``: a document id whose sentences are preferred
+        (:data:`~citewise.retrieve.page.PAGE_PRIOR`; the page the question is asked from)."""
         s = self.settings
         evidence = to_evidence(result.hits)
         reading = Reading(evidence, evidence, timings_ms=dict(result.timings_ms))
@@ -110,8 +114,13 @@ class AnswerService:
         if s.evidence != "sentences":
             return reading
         t0 = time.perf_counter()
+        known = frozenset(t for t in identifier_parts(question) if df.get(t, 0) > 0)
         reading.ranked = rank_candidates(question, evidence, self.embedder, idf=reading.idf,
-                                         document_idf=reading.document_idf)
+                                         document_idf=reading.document_idf,
+                                         known_identifiers=known,
+                                         dense=self.retriever.dense_models(
+                                             detect_language(question)),
+                                         prefer_document=prefer_document)
         reading.timings_ms["sentences_ms"] = (time.perf_counter() - t0) * 1000
         if not reading.ranked or (s.abstain and not answerable(reading.ranked, question)):
             reading.declined = self.not_found(NOT_FOUND, filters)
@@ -125,15 +134,19 @@ class AnswerService:
     def stream(self, question: str, result: SearchResult, *, extractive: bool = False,
                history: Sequence[tuple[str, str]] = (),
                filters: Mapping[str, Any] | None = None,
-               top_k: int | None = None) -> Iterator[Event]:
+               top_k: int | None = None,
+               prefer_document: str | None = None,
+               instructions: str = "") -> Iterator[Event]:
         """Yields the answer to ``question`` from a finished search: the ``read`` status with
         the real passage and file counts, then status and token events, then one DoneEvent (no
         hits: the DoneEvent alone). A declined question (:meth:`read`) gets the not-found
         reply without a model call. The LLM answers unless ``extractive`` or the provider is
         ``none`` (``answer_style``: write, pick or pick-write; pick needs sentence evidence);
         a provider that cannot be opened gives the extractive answer with a ``fallback``
-        status. ``history`` is the earlier (question, answer) turns, oldest first. Raises
-        QueryError for a blank question."""
+        status. ``history`` is the earlier (question, answer) turns, oldest first;
+        ``prefer_document`` as in :meth:`read`; ``instructions`` (a client's own system
+        message) are appended to the LLM's rules, never replacing them (the extractive answer
+        has no prompt to give them to). Raises QueryError for a blank question."""
         s = self.settings
         question = clean_query(question, s.max_query_chars)
         if not result.hits:
@@ -144,7 +157,8 @@ class AnswerService:
                      for h in result.hits})
         yield StatusEvent(f"reading {_count(len(result.hits), 'passage')} from "
                           f"{_count(files, 'file')}", stage="read")
-        reading = self.read(question, result, top_k=top_k, filters=filters)
+        reading = self.read(question, result, top_k=top_k, filters=filters,
+                            prefer_document=prefer_document)
         if reading.declined is not None:
             yield DoneEvent(Answer(question, reading.declined, (), False, "none",
                                    metrics=reading.timings_ms))
@@ -169,7 +183,7 @@ class AnswerService:
             else:
                 if provider is not None:
                     events = self._llm_events(provider, extractive_events, question, evidence,
-                                              history, sentences)
+                                              history, sentences, instructions)
         for event in events:
             if isinstance(event, DoneEvent):
                 event = DoneEvent(replace(event.answer, metrics={**reading.timings_ms,
@@ -178,13 +192,14 @@ class AnswerService:
 
     def _llm_events(self, provider: ChatProvider, fallback: Callable[[], Iterator[Event]],
                     question: str, evidence: Sequence[Evidence],
-                    history: Sequence[tuple[str, str]], sentences: bool) -> Iterator[Event]:
+                    history: Sequence[tuple[str, str]], sentences: bool,
+                    instructions: str = "") -> Iterator[Event]:
         s = self.settings
         turns = history[-s.history_turns:] if s.history_turns else ()
         common: dict[str, Any] = {
             "count_tokens": self.embedder.count_tokens, "context_tokens": s.context_tokens,
             "max_tokens": s.llm_max_tokens, "temperature": s.llm_temperature,
-            "support_threshold": s.support_threshold}
+            "support_threshold": s.support_threshold, "instructions": instructions}
         style = s.answer_style
         if style == "auto":  # the small bundled model answers better when it picks first
             style = "pick-write" if s.llm_provider.strip().lower() == "local" else "write"

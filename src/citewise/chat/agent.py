@@ -176,12 +176,17 @@ class Agent:
             mode: SearchMode | str = SearchMode.HYBRID,
             filters: Mapping[str, Any] | None = None, context_hint: str | None = None,
             attachment: str | None = None, extractive: bool = False,
-            may_write: bool = False) -> Iterator[Event]:
+            may_write: bool = False, page: str | None = None) -> Iterator[Event]:
         """Yields the events of one turn of chat ``chat_id`` (see the module docstring),
         ending with ``done``, ``interrupt`` or ``error``. ``filters["collections"]`` (when
         set) are the collections the caller may read; a directive that writes (INGEST) is
-        proposed only when ``may_write``. Raises nothing: a CitewiseError or any other
-        failure becomes an ErrorEvent and an ``error`` message in the chat."""
+        proposed only when ``may_write``. ``page`` is the URL path of the web page the
+        question is asked from: the document it was built from
+        (:meth:`Engine.page_document <citewise.engine.Engine.page_document>`) is preferred in
+        the search and the answer, announced by a ``page`` status ("preferring
+        docs/install.md (the page you are on)") and named in the search's tool call
+        (``prefer_document``). Raises nothing: a CitewiseError or any other failure
+        becomes an ErrorEvent and an ``error`` message in the chat."""
         t0 = time.perf_counter()
         user_id = self.sessions.add_message(chat_id, "user", query)
         pieces: list[str] = []
@@ -228,7 +233,8 @@ class Agent:
             else:
                 search_query = plan.argument if plan.directive is Directive.SEARCH else query
                 inner = self._search(search_query, history.for_prompt(), top_k=top_k,
-                                     mode=mode, filters=filters, extractive=extractive)
+                                     mode=mode, filters=filters, extractive=extractive,
+                                     page=page)
             for event in inner:
                 if isinstance(event, TokenEvent):
                     pieces.append(event.content)
@@ -271,19 +277,30 @@ class Agent:
     # --- tools ----------------------------------------------------------------------------
     def _search(self, query: str, history: Sequence[Turn], *, top_k: int | None,
                 mode: SearchMode | str, filters: Mapping[str, Any] | None,
-                extractive: bool) -> EventStream:
+                extractive: bool, page: str | None = None,
+                instructions: str = "") -> EventStream:
         engine = self.engine
         k = top_k or self.settings.top_k
-        yield ToolCallEvent("search", {"query": query, "top_k": k, "mode": SearchMode(mode).value})
+        preferred = engine.page_document(page, filters) if page else None
+        call: dict[str, Any] = {"query": query, "top_k": k, "mode": SearchMode(mode).value}
+        if preferred is not None:
+            call["prefer_document"] = preferred.path
+        yield ToolCallEvent("search", call)
         if engine.store.info().chunks == 0:  # the engine's "no documents" reply
             yield ToolResultEvent("search", {"hits": []})
             yield from engine.ask_stream(query, top_k=top_k, extractive=extractive,
                                          filters=filters)
             return
-        result = yield from engine.search_stream(query, mode=mode, top_k=top_k, filters=filters)
+        prefer = None
+        if preferred is not None:
+            prefer = preferred.id
+            yield StatusEvent(f"preferring {preferred.path} (the page you are on)", stage="page")
+        result = yield from engine.search_stream(query, mode=mode, top_k=top_k, filters=filters,
+                                                 prefer_document=prefer)
         yield ToolResultEvent("search", {"hits": [_hit_dict(h) for h in result.hits]})
         yield from engine.answer_stream(query, result, extractive=extractive, history=history,
-                                        filters=filters, top_k=top_k)
+                                        filters=filters, top_k=top_k, prefer_document=prefer,
+                                        instructions=instructions)
 
     def _answer_from_history(self, query: str, history: History,
                              provider: ChatProvider) -> EventStream:
@@ -436,10 +453,12 @@ class Agent:
 
     # --- without a session (the OpenAI-compatible endpoint) -------------------------------
     def stateless(self, query: str, turns: Sequence[Turn], *, top_k: int | None = None,
-                  filters: Mapping[str, Any] | None = None) -> Iterator[Event]:
+                  filters: Mapping[str, Any] | None = None,
+                  instructions: str = "") -> Iterator[Event]:
         """An answer to ``query`` after the client-held ``turns``: small talk at once, a
         follow-up rewritten by the rule, otherwise search (narrowed by ``filters``, such as
-        the caller's readable ``collections``) and answer. Nothing is saved."""
+        the caller's readable ``collections``) and answer, the LLM given ``instructions``
+        after its own rules (an OpenAI client's system message). Nothing is saved."""
         validate_query(query, self.settings)
         reply = small_talk_reply(classify(query))
         if reply is None and not any(ch.isalnum() for ch in query):
@@ -453,7 +472,7 @@ class Agent:
             query = rewrite_follow_up(query, last)
         keep = turns[-self.settings.history_turns:] if self.settings.history_turns else ()
         yield from self._search(query, keep, top_k=top_k, mode=SearchMode.HYBRID,
-                                filters=filters, extractive=False)
+                                filters=filters, extractive=False, instructions=instructions)
 
 
 __all__ = ["NOT_A_QUESTION", "SCAN_UNAVAILABLE", "Agent", "citation_dict", "validate_query"]
