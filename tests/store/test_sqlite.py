@@ -28,13 +28,13 @@ class TestSQLiteStore(StoreSuite):
 
 class TestSQLiteStoreInt8Dense(TestSQLiteStore):
     """The whole suite again with dense search through int8 codes from the first chunk on
-    and a shortlist of only ``k`` codes (the default exact search below 20,000 chunks would
-    otherwise answer every test here), so that nothing but the re-scored shortlist differs."""
+    and a shortlist of ``4 k`` codes (the default exact search below 20,000 chunks, and the
+    default shortlist of at least 100, would otherwise answer every test here exactly)."""
 
     @pytest.fixture
     def store(self, tmp_path):
         s = SQLiteStore(tmp_path / "index.sqlite3", bm25_build="wait", dense_exact_below=0,
-                        dense_rescore_factor=1, dense_rescore_min=1)
+                        dense_rescore_factor=4, dense_rescore_min=1)
         yield s
         s.close()
 
