@@ -198,3 +198,18 @@ def test_a_write_by_another_process_rebuilds_the_index(coded):
     assert first not in {h.chunk_id for h in hits}
     index = store._load_matrix()
     assert index.generation > generation and index.method is DenseMethod.INT8
+
+
+def test_the_threshold_comes_from_the_settings(tmp_path):
+    from citewise.config import Settings
+    from citewise.store.factory import open_store
+
+    store = open_store(Settings(home=tmp_path, dense_exact_below=5))
+    assert isinstance(store, SQLiteStore) and store.dense_exact_below == 5
+    fill(store, unit_rows(10, DIM, 3), per_doc=5)
+    assert store._load_matrix().method is DenseMethod.INT8
+    store.close()
+    exact = open_store(Settings(home=tmp_path))
+    assert exact.dense_exact_below == EXACT_BELOW
+    assert exact._load_matrix().method is DenseMethod.EXACT
+    exact.close()
