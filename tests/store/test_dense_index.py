@@ -213,3 +213,17 @@ def test_the_threshold_comes_from_the_settings(tmp_path):
     assert exact.dense_exact_below == EXACT_BELOW
     assert exact._load_matrix().method is DenseMethod.EXACT
     exact.close()
+
+
+def test_vectors_are_read_in_batches_in_row_key_order(tmp_path):
+    store = SQLiteStore(tmp_path / "index.sqlite3")
+    vectors = unit_rows(45, DIM, 4)
+    fill(store, vectors, per_doc=10)
+    store.delete_document("doc10")  # a gap in the row keys
+    with store.snapshot():
+        rowids, got = store._read_vectors(batch=7)
+    keep = np.r_[0:10, 20:45]
+    assert got.dtype == np.float32 and got.shape == (35, DIM)
+    np.testing.assert_array_equal(got, vectors[keep])
+    assert (np.diff(rowids) > 0).all() and rowids.shape == (35,)
+    store.close()

@@ -73,7 +73,9 @@ def shortlist_size(k: int, factor: int = RESCORE_FACTOR, minimum: int = RESCORE_
 def int8_scales(vectors: np.ndarray) -> np.ndarray:
     """float32 (dim,) per-dimension scales of float32 (n, dim) ``vectors``: the largest
     absolute value in each dimension (1 where a dimension is all zeros)."""
-    scales = np.abs(vectors).max(axis=0) if vectors.shape[0] else np.ones(vectors.shape[1])
+    scales = np.zeros(vectors.shape[1], dtype=np.float32)
+    for start in range(0, vectors.shape[0], _BUILD_BLOCK):  # no |vectors| copy of the matrix
+        np.maximum(scales, np.abs(vectors[start : start + _BUILD_BLOCK]).max(axis=0), out=scales)
     return np.where(scales > 0, scales, 1.0).astype(np.float32)
 
 

@@ -602,17 +602,9 @@ class SQLiteStore(SQLStore):
         with self._lock:
             if self._matrix is not None and self._matrix.generation == generation:
                 return self._matrix
-            with self.snapshot():  # the generation and the rows from one state
+            with self.snapshot():  # the generation, the count and the rows from one state
                 generation = self.generation()
-                rows = self.db.execute("SELECT rowid, vector FROM chunks ORDER BY rowid").fetchall()
-            _, dim = self.stored_model()
-            rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-            if rows:
-                vectors = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4")
-                vectors = vectors.reshape(len(rows), -1)
-            else:
-                vectors = np.zeros((0, dim or 1), dtype=np.float32)
-            del rows
+                rowids, vectors = self._read_vectors()
             built = DenseIndex.build(generation, rowids, vectors,
                                      exact_below=self.dense_exact_below,
                                      rescore_factor=self.dense_rescore_factor,
@@ -621,6 +613,23 @@ class SQLiteStore(SQLStore):
             if self._matrix is None or self._matrix.generation < generation:
                 self._matrix = built
             return built
+
+    def _read_vectors(self, batch: int = 16_384) -> tuple[np.ndarray, np.ndarray]:
+        """Every chunk's row key and vector, ascending by row key: int64 (n,) and float32
+        (n, dim), read in batches straight into the arrays (no list of n rows held, so the
+        peak is the matrix plus one batch). Call it inside :meth:`snapshot`."""
+        n = int(self.db.execute("SELECT count(*) FROM chunks").fetchone()[0])
+        _, dim = self.stored_model()
+        rowids = np.empty(n, dtype=np.int64)
+        vectors = np.empty((n, dim or 1), dtype=np.float32)
+        cursor = self.db.execute("SELECT rowid, vector FROM chunks ORDER BY rowid")
+        at = 0
+        while rows := cursor.fetchmany(batch):
+            rowids[at : at + len(rows)] = [r[0] for r in rows]
+            vectors[at : at + len(rows)] = np.frombuffer(
+                b"".join(r[1] for r in rows), dtype="<f4").reshape(len(rows), -1)
+            at += len(rows)
+        return rowids, vectors
 
     def _hits_for_rowids(self, rowids: np.ndarray, scores: np.ndarray,
                          leg: Literal["dense", "sparse"]) -> list[Hit]:
