@@ -50,6 +50,10 @@ CODE_WINDOW = 12  # lines
 #: The abstention rule's floors (see :func:`answerable`), chosen on the dev split of the
 #: answer benchmark's docs questions (benchmarks/answers.py; docs/benchmarks.md).
 MIN_COVERAGE = 0.25
+#: A file's evidence passages (candidates) before the other files' are preferred
+#: (:func:`sentence_evidence`'s ``max_per_file``): the evidence pool holds up to
+#: ``evidence_per_file`` chunks of a file.
+PASSAGES_PER_FILE = 3
 #: Score factor of a candidate that reads as a command or code (a ``curl`` line, a shell
 #: prompt, a JSON body) when the question does not ask for one: a docs page's example request
 #: can hold the very words of a question and still answer nothing.
@@ -415,18 +419,25 @@ def _narrow(ev: Evidence, start: int, end: int, n: int, shown: str | None = None
 def sentence_evidence(evidence: Sequence[Evidence], ranked: Sequence[Scored], *,
                       max_passages: int = 5, budget_tokens: int = 260,
                       count_tokens: Callable[[str], int] | None = None,
-                      relative_floor: float = 0.0) -> list[Evidence]:
+                      relative_floor: float = 0.0,
+                      max_per_file: int | None = None) -> list[Evidence]:
     """The best candidates as numbered evidence, best first (numbers 1..n).
 
     Candidates are taken in score order while they fit ``budget_tokens`` (counted with
     ``count_tokens``; about 4 characters a token without it) and score at least
     ``relative_floor`` times the best, up to ``max_passages`` passages; chosen candidates that
     are adjacent in one chunk become one passage. Identical texts are kept once. Each
-    passage's ``citation.score`` is its best candidate's selection score.
+    passage's ``citation.score`` is its best candidate's selection score. With
+    ``max_per_file``, a file's candidates beyond that many are taken only when the other files
+    leave room (the pool may hold more chunks of a file than the evidence shows, so that a
+    file's best sentence is found without its other sentences crowding out the other files;
+    a question about one contract still gets ``max_passages`` of it).
     """
     count = count_tokens or (lambda t: max(1, len(t) // 4))
     chosen: list[Scored] = []
     seen: set[str] = set()
+    per_file: dict[str, int] = {}
+    deferred: list[Scored] = []  # over a file's share: taken only if room is left
     used = 0
     best = ranked[0].score if ranked else 0.0
     for s in ranked:
@@ -435,8 +446,23 @@ def sentence_evidence(evidence: Sequence[Evidence], ranked: Sequence[Scored], *,
         key = " ".join(s.candidate.text.split()).casefold()
         if key in seen:
             continue
+        path = evidence[s.candidate.index].citation.path
+        if max_per_file is not None and per_file.get(path, 0) >= max_per_file:
+            deferred.append(s)
+            continue
         cost = count(s.candidate.text)
         if chosen and used + cost > budget_tokens:
+            continue
+        seen.add(key)
+        chosen.append(s)
+        used += cost
+        per_file[path] = per_file.get(path, 0) + 1
+    for s in deferred:  # one file holds all the good candidates (a single contract)
+        key = " ".join(s.candidate.text.split()).casefold()
+        cost = count(s.candidate.text)
+        if len(chosen) >= max_passages:
+            break
+        if key in seen or used + cost > budget_tokens:
             continue
         seen.add(key)
         chosen.append(s)

@@ -22,6 +22,7 @@ from citewise.answer.llm import LLMAnswerer, fall_back
 from citewise.answer.pick import PickAnswerer
 from citewise.answer.providers import ChatProvider
 from citewise.answer.selection import (
+    PASSAGES_PER_FILE,
     Scored,
     answerable,
     name_terms,
@@ -128,7 +129,8 @@ class AnswerService:
         reading.evidence = sentence_evidence(evidence, reading.ranked,
                                              max_passages=top_k or s.top_k,
                                              budget_tokens=s.evidence_tokens,
-                                             count_tokens=self.embedder.count_tokens)
+                                             count_tokens=self.embedder.count_tokens,
+                                             max_per_file=PASSAGES_PER_FILE)
         return reading
 
     def stream(self, question: str, result: SearchResult, *, extractive: bool = False,

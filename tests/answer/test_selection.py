@@ -1,0 +1,49 @@
+"""Choosing the evidence passages from ranked sentence candidates (no model needed)."""
+
+from __future__ import annotations
+
+from citewise.answer.selection import Candidate, Scored, sentence_evidence
+from citewise.types import Chunk, Citation, Evidence, Hit
+
+
+def _chunk(n: int, path: str, text: str) -> Evidence:
+    chunk = Chunk(id=f"c{n}", document_id=path, ordinal=n, text=text, source_text=text,
+                  char_start=0, char_end=len(text))
+    citation = Citation(n=n, chunk_id=chunk.id, document_id=path, path=path, title=path,
+                        section=(), page=None, line_start=1, line_end=1, char_start=0,
+                        char_end=len(text), score=0.5)
+    return Evidence(citation=citation, hit=Hit(chunk_id=chunk.id, score=0.5, chunk=chunk))
+
+
+def _ranked(pool: list[Evidence], scores: list[float]) -> list[Scored]:
+    out = [Scored(Candidate(i, ev.chunk.text, 0, len(ev.chunk.text)), score, 0.0, 0.0)
+           for i, (ev, score) in enumerate(zip(pool, scores, strict=True))]
+    return sorted(out, key=lambda s: -s.score)
+
+
+def test_one_file_gets_its_share_before_the_others_and_the_rest_only_with_room() -> None:
+    """With 5 chunks of a file in the pool (evidence_per_file), its 4th and 5th best
+    sentences pushed the only sentence of another file out of the evidence (seen on the docs
+    question "Which API endpoint do I call to upload files into the index?")."""
+    pool = [_chunk(i, "api.md", f"Sentence {i} of the API page.") for i in range(1, 6)]
+    pool.append(_chunk(6, "limitations.md", "POST /api/documents writes the files."))
+    ranked = _ranked(pool, [0.9, 0.8, 0.7, 0.6, 0.55, 0.5])
+    chosen = sentence_evidence(pool, ranked, max_passages=5, budget_tokens=500,
+                               max_per_file=3)
+    # best first: the API page's 4th sentence came back in the room left, the 5th did not
+    assert [ev.chunk.text for ev in chosen] == [
+        *(f"Sentence {i} of the API page." for i in range(1, 5)),
+        "POST /api/documents writes the files."]
+    # without the share the fifth passage is the API page's again
+    plain = sentence_evidence(pool, ranked, max_passages=5, budget_tokens=500)
+    assert [ev.citation.path for ev in plain] == ["api.md"] * 5
+
+
+def test_a_single_file_still_fills_the_evidence() -> None:
+    pool = [_chunk(i, "contract.txt", f"Clause {i} of the contract.") for i in range(1, 7)]
+    ranked = _ranked(pool, [0.9, 0.8, 0.7, 0.6, 0.55, 0.5])
+    chosen = sentence_evidence(pool, ranked, max_passages=5, budget_tokens=500,
+                               max_per_file=3)
+    assert len(chosen) == 5
+    assert [ev.chunk.text for ev in chosen] == [f"Clause {i} of the contract."
+                                                for i in range(1, 6)]
