@@ -96,8 +96,8 @@ def numbered_contract(path: Path) -> None:
     sections.append(("General", [
         "Each notice under this Agreement must be in writing.",
         "No failure to exercise a right is a waiver of it.",
-        "This Agreement shall be governed by and construed in accordance with the laws of the "
-        "State of New York, without regard to its conflict of laws principles.",
+        ("This Agreement shall be governed by and construed in accordance with the laws of the "
+        "State of New York, without regard to its conflict of laws principles."),
     ]))
     for title, clauses in sections:
         add(title, 0)
