@@ -1,20 +1,25 @@
-"""Calibrate the scan's *review thresholds* and write them into the shipped prototypes.
+"""Calibrate the scan's *confident* and *review* thresholds into the shipped prototypes.
 
-Below its threshold (``thresholds`` in ``src/citewise/scan/data/cuad_<model>.npz``, tuned for
-F1 by ``build_scan_prototypes.py``) a clause type keeps a lower *review threshold*: a passage
-scoring between the two is a *possible* clause, cited with the verdict ``needs review`` (see
-docs/scan.md). This script sets that lower threshold per type on the CUAD ``calibrate``
-contracts only (the ``eval`` ones are never read), with the prototypes as shipped:
+Each clause type has an F1-tuned threshold (``thresholds`` in
+``src/citewise/scan/data/cuad_<model>.npz``, from ``build_scan_prototypes.py``). The scan's
+verdicts use two more, set here per type on the CUAD ``calibrate`` contracts only (the
+``eval`` ones are never read), with the prototypes as shipped:
 
-1. for each calibrate contract and clause type, the best-scoring clause unit, and whether it
-   overlaps a clause of that type annotated in the contract (contracts without one count too:
-   their best unit is a false alarm);
-2. among the contracts whose best unit scores below the type's threshold, going down from the
-   threshold, the review threshold is the lowest score at which at least
-   :data:`REVIEW_PRECISION` of the contracts in the band ``[review, threshold)`` point at a real
-   clause (the threshold itself when no band does: that type gets no needs-review citations);
-3. types annotated in fewer than ``--min-positives`` calibrate contracts take the pooled
-   margin (the same rule over every type's scores taken relative to its threshold).
+* ``confident_thresholds`` (at least the F1 threshold): from here a passage is a clause *found
+  with confidence*, which the scan may call compliant or deviating. It is the lowest score at
+  which at least :data:`CONFIDENT_PRECISION` of the calibrate contracts whose best unit
+  scores that much (at least 3) point at a real clause of the type (``NEVER_CONFIDENT`` when
+  no score does: such a type is only ever cited for review);
+* ``review_thresholds`` (at most the F1 threshold): from here up to the confident threshold a
+  passage is a *possible* clause, cited with the verdict ``needs review``. Going down from the
+  F1 threshold, it is the lowest score at which at least :data:`REVIEW_PRECISION` of the
+  contracts whose best unit scores between it and the F1 threshold point at a real clause.
+
+Steps: for each calibrate contract and type, the best-scoring clause unit and whether it
+overlaps a clause of that type annotated in the contract (contracts without one count too:
+their best unit is a false alarm); then the two rules above per type. Types annotated in fewer
+than ``--min-positives`` calibrate contracts take pooled margins (the same rules over every
+type's scores taken relative to its F1 threshold).
 
 Usage (about 15 minutes on one thread; unit embeddings are cached as in
 ``build_scan_prototypes.py``)::
@@ -30,28 +35,18 @@ import time
 from pathlib import Path
 
 import numpy as np
-from build_scan_prototypes import OUT, Cache, units_of
+from build_scan_prototypes import (
+    CONFIDENT_PRECISION,
+    OUT,
+    REVIEW_PRECISION,
+    Cache,
+    units_of,
+    verdict_thresholds,
+)
 
 from citewise.embed import load_embedder
 from citewise.eval.cuad import load_contracts, overlaps
 from citewise.scan.classify import ClauseClassifier, load_prototypes
-
-#: The share of needs-review citations that should point at a real clause of the type.
-REVIEW_PRECISION = 1 / 3
-
-
-def review_threshold(best: list[tuple[float, bool]], threshold: float,
-                     min_precision: float = REVIEW_PRECISION) -> float:
-    """The lowest score ``lo`` <= ``threshold`` such that, of the (best score, is right)
-    pairs scoring in ``[lo, threshold)``, at least ``min_precision`` are right; ``threshold``
-    when no such band exists."""
-    lo, right = threshold, 0
-    for total, (score, ok) in enumerate(
-            sorted((b for b in best if b[0] < threshold), reverse=True), 1):
-        right += ok
-        if right / total >= min_precision:
-            lo = score
-    return lo
 
 
 def main() -> None:
@@ -67,6 +62,8 @@ def main() -> None:
                              "fp32")
     cache = Cache(args.cache, embedder)
     classifier = ClauseClassifier(embedder, load_prototypes(embedder))
+    if not classifier.prototypes.thresholds:
+        raise SystemExit(f"no shipped prototypes for {args.model}: run build_scan_prototypes.py")
     labels = classifier.prototypes.labels
     best: dict[str, list[tuple[float, bool]]] = {t: [] for t in labels}
     positives = dict.fromkeys(labels, 0)
@@ -83,18 +80,17 @@ def main() -> None:
             best[ctype].append((float(scores[k, j]),
                                 overlaps((units[k].start, units[k].end), gold)))
         print(f"calibrate {i}/{len(contracts)}", flush=True)
-    relative = [(s - classifier.threshold(t), ok) for t in labels for s, ok in best[t]]
-    pooled = -review_threshold(relative, 0.0)
-    print(f"pooled margin {pooled:.4f}")
-    review = {}
+    f1 = classifier.prototypes.thresholds
+    review, confident = verdict_thresholds(best, positives, f1, args.min_positives)
+    print(f"precision wanted: review band {REVIEW_PRECISION:.2f}, confident "
+          f"{CONFIDENT_PRECISION:.2f}")
     for ctype in labels:
-        thr = classifier.threshold(ctype)
-        lo = review_threshold(best[ctype], thr) if positives[ctype] >= args.min_positives \
-            else thr - pooled
-        band = [ok for s, ok in best[ctype] if lo <= s < thr]
-        review[ctype] = lo
-        print(f"{ctype:<36} threshold {thr:+.4f} review {lo:+.4f} band {sum(band)}/{len(band)} "
-              f"right ({positives[ctype]} contracts with it)")
+        lo, thr, hi = review[ctype], f1[ctype], confident[ctype]
+        found = [ok for s, ok in best[ctype] if s >= hi]
+        band = [ok for s, ok in best[ctype] if lo <= s < hi]
+        print(f"{ctype:<36} review {lo:+.4f} F1 {thr:+.4f} confident {hi:+.4f}: confident "
+              f"{sum(found)}/{len(found)} right, review band {sum(band)}/{len(band)} "
+              f"({positives[ctype]} contracts with it)")
     if args.dry_run:
         return
     path = OUT / f"cuad_{args.model}.npz"
@@ -102,8 +98,9 @@ def main() -> None:
         arrays = {k: npz[k] for k in npz.files}
     names = [str(t) for t in arrays["threshold_labels"]]
     arrays["review_thresholds"] = np.array([review[t] for t in names], dtype=np.float32)
+    arrays["confident_thresholds"] = np.array([confident[t] for t in names], dtype=np.float32)
     np.savez_compressed(path, **arrays)
-    print(f"wrote review thresholds into {path} in {time.perf_counter() - started:.0f} s")
+    print(f"wrote review and confident thresholds into {path} in {time.perf_counter() - started:.0f} s")
 
 
 if __name__ == "__main__":

@@ -18,9 +18,12 @@ in [-2, 2], higher meaning more typical of ``t`` than of ordinary contract text.
 type ``t`` when its score reaches the type's threshold (calibrated per type on held-apart CUAD
 contracts; :data:`DEFAULT_THRESHOLD` otherwise). A chunk carries the types of its units.
 
-Below that threshold and down to the type's lower *review threshold* (also calibrated; see
-``benchmarks/calibrate_scan_review.py``) a unit is a *possible* clause of the type: the scanner
-cites it with the verdict ``needs review``, never ``compliant`` or ``deviates``.
+The threshold used is the type's *confident* threshold, calibrated so that on held-apart
+contracts at least 0.8 of the best units reaching it were real clauses of the type (at least
+the F1-tuned threshold; :data:`NEVER_CONFIDENT` where no score was that reliable). Below it
+and down to the type's *review threshold* (at most the F1-tuned one) a unit is a *possible*
+clause of the type: the scanner cites it with the verdict ``needs review``, never
+``compliant`` or ``deviates``. Both are set by ``benchmarks/calibrate_scan_review.py``.
 """
 
 from __future__ import annotations
@@ -42,6 +45,9 @@ DEFAULT_THRESHOLD = 0.12
 #: How far below its threshold a type with no calibrated review threshold is still a
 #: possible clause (``needs review``).
 DEFAULT_REVIEW_MARGIN = 0.03
+#: A confident threshold no score reaches (scores are margins in [-2, 2]): the type's clauses
+#: were never found reliably enough on held-apart contracts to be judged without a reader.
+NEVER_CONFIDENT = 2.0
 #: A unit of at most this many words, once its number label is removed, and without a verb
 #: form that clauses use, is a bare heading ("12. Governing Law.").
 HEADING_WORDS = 8
@@ -170,9 +176,11 @@ class Prototypes:
 
     ``vectors``: float32, shape (m, dim), L2-normalised; ``owner``: int, shape (m,), index into
     ``labels`` of each vector's type, or -1 for a background vector; ``thresholds``: score
-    threshold per type (types missing here use :data:`DEFAULT_THRESHOLD`);
-    ``review_thresholds``: the lower threshold of a possible clause per type (at most the
-    type's threshold; missing types use the threshold minus :data:`DEFAULT_REVIEW_MARGIN`).
+    threshold per type, tuned for F1 (types missing here use :data:`DEFAULT_THRESHOLD`);
+    ``confident_thresholds``: the score from which a unit is a clause found with confidence
+    (at least the F1 threshold; missing types use it); ``review_thresholds``: the score from
+    which a unit is a possible clause (at most the F1 threshold; missing types use the
+    confident threshold minus :data:`DEFAULT_REVIEW_MARGIN`).
     """
 
     model: str
@@ -181,6 +189,7 @@ class Prototypes:
     owner: np.ndarray
     thresholds: dict[str, float]
     review_thresholds: dict[str, float] = field(default_factory=dict)
+    confident_thresholds: dict[str, float] = field(default_factory=dict)
 
     def extended(self, embedder: Embedder, examples: Mapping[str, Sequence[str]]) -> Prototypes:
         """A copy with the given example texts per type added as prototypes."""
@@ -191,7 +200,7 @@ class Prototypes:
         owner = np.array([self.labels.index(t) for t, _ in texts], dtype=np.int64)
         return Prototypes(self.model, self.labels, np.concatenate([self.vectors, vectors]),
                           np.concatenate([self.owner, owner]), self.thresholds,
-                          self.review_thresholds)
+                          self.review_thresholds, self.confident_thresholds)
 
 
 def bundled_path(model: str) -> str:
@@ -207,6 +216,7 @@ def load_prototypes(embedder: Embedder) -> Prototypes:
     owner = np.arange(len(labels), dtype=np.int64)
     thresholds: dict[str, float] = {}
     review: dict[str, float] = {}
+    confident: dict[str, float] = {}
     data = resources.files("citewise.scan").joinpath("data", bundled_path(embedder.family))
     if data.is_file():
         with data.open("rb") as fh, np.load(fh, allow_pickle=False) as npz:
@@ -218,10 +228,12 @@ def load_prototypes(embedder: Embedder) -> Prototypes:
             owner = np.concatenate([owner, extra_owner])
             thresholds = {str(t): float(v) for t, v in zip(npz["threshold_labels"],
                                                            npz["thresholds"], strict=True)}
+            typed = [str(t) for t in npz["threshold_labels"]]
             if "review_thresholds" in npz.files:
-                review = {str(t): float(v) for t, v in zip(npz["threshold_labels"],
-                                                           npz["review_thresholds"], strict=True)}
-    return Prototypes(embedder.name, labels, vectors, owner, thresholds, review)
+                review = dict(zip(typed, map(float, npz["review_thresholds"]), strict=True))
+            if "confident_thresholds" in npz.files:
+                confident = dict(zip(typed, map(float, npz["confident_thresholds"]), strict=True))
+    return Prototypes(embedder.name, labels, vectors, owner, thresholds, review, confident)
 
 
 def _top_mean(sims: np.ndarray, n: int = TOP_N) -> np.ndarray:
@@ -254,8 +266,11 @@ class ClauseClassifier:
         return out
 
     def threshold(self, clause_type: str) -> float:
-        """The score from which a unit is a clause of ``clause_type``."""
-        return self.prototypes.thresholds.get(clause_type, DEFAULT_THRESHOLD)
+        """The score from which a unit is a clause of ``clause_type`` found with confidence
+        (:data:`NEVER_CONFIDENT` when no score is)."""
+        p = self.prototypes
+        f1 = p.thresholds.get(clause_type, DEFAULT_THRESHOLD)
+        return max(f1, p.confident_thresholds.get(clause_type, f1))
 
     def review_threshold(self, clause_type: str) -> float:
         """The score from which a unit is a *possible* clause of ``clause_type`` (at most

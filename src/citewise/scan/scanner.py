@@ -38,6 +38,7 @@ from citewise.ingest.parsers.base import parser_for
 from citewise.ingest.pipeline import Ingestor, document_id
 from citewise.scan.checks import Checker, CheckResult, Clause, DeterministicChecker, Verdict
 from citewise.scan.classify import (
+    NEVER_CONFIDENT,
     ClauseClassifier,
     Labelled,
     document_units,
@@ -330,7 +331,8 @@ class Scanner:
                 heading = heading or lab
                 continue
             score = lab.score(ctype)
-            assert score is not None  # ranked() keeps only units with a score for the type
+            if score is None:  # pragma: no cover - ranked() keeps only scored units
+                continue
             result = self.checker.check(rule, Clause(ctype, u.text, u.start, u.end, score))
             if result.verdict is Verdict.NOT_FOUND:
                 continue
@@ -346,11 +348,13 @@ class Scanner:
         (unsure, _, _), lab, result = min(judged, key=lambda j: j[0])
         score = lab.score(ctype)
         if unsure:
+            why = (f"below the {found_at:.3f} from which one counts as found" if
+                   found_at < NEVER_CONFIDENT else "no score finds this type reliably: on "
+                   "held-apart contracts too few of the passages it found were such clauses")
             return self._cited(base, Verdict.NEEDS_REVIEW,
-                               f"the finder is unsure this is a {ctype} clause (score "
-                               f"{score or 0.0:.3f}, below the {found_at:.3f} from which one "
-                               f"counts as found); if it is one: {result.reason}", lab,
-                               document, parsed, result.span)
+                               f"the finder is unsure this is {_a(ctype)} clause (score "
+                               f"{score or 0.0:.3f}; {why}); if it is one: {result.reason}",
+                               lab, document, parsed, result.span)
         verdict = result.verdict
         if verdict is Verdict.NEEDS_REVIEW:
             reason = f"{result.reason}; read the clause"
@@ -377,6 +381,11 @@ class Scanner:
                     else "")
 
 
+def _a(word: str) -> str:
+    """``word`` with its indefinite article: "an Anti-Assignment", "a Non-Compete"."""
+    return f"{'an' if word[:1].lower() in 'aeiou' else 'a'} {word}"
+
+
 def _not_found(rule: Rule) -> str:
     """The explanation of a NOT_FOUND flag, saying what it means for the rule."""
     kind = rule.clause_type
@@ -391,7 +400,7 @@ def _not_found(rule: Rule) -> str:
 def _heading_only(rule: Rule, heading: Labelled) -> str:
     title = " ".join(heading.unit.text.split())
     want = "must not appear" if rule.expect == "absent" else "is expected"
-    return (f"only the heading {title!r} matched a {rule.clause_type} clause (which {want}); "
+    return (f"only the heading {title!r} matched {_a(rule.clause_type)} clause (which {want}); "
             "no clause text under it was judged: read the section")
 
 
