@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Generator, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,12 +26,15 @@ from citewise.errors import (
 )
 from citewise.ingest.pipeline import Ingestor, IngestReport, ProgressFn
 from citewise.ingest.reindex import reindex
+from citewise.ingest.watch import DEBOUNCE_MS, ReportFn, watch_folders
+from citewise.retrieve.page import document_for_page
 from citewise.retrieve.rerank import Reranker, load_reranker
 from citewise.retrieve.retriever import Retriever, SearchResult, clean_query
 from citewise.store.base import Store
 from citewise.store.factory import open_store
+from citewise.store.scope import in_scope
 from citewise.text.analysis import ANALYZER_VERSION
-from citewise.types import Answer, DoneEvent, Event, StatusEvent
+from citewise.types import Answer, Document, DoneEvent, Event, StatusEvent
 
 if TYPE_CHECKING:
     from citewise.scan.checks import Checker
@@ -119,6 +122,20 @@ class Engine:
         return Ingestor(self.settings, self.store, self.embedder, collection).ingest_files(
             files, progress)
 
+    def watch(self, paths: Sequence[str | Path], *, collection: str | None = None,
+              stop: threading.Event | None = None, debounce_ms: int = DEBOUNCE_MS,
+              force_polling: bool | None = None, on_report: ReportFn | None = None,
+              on_ready: Callable[[list[Path]], None] | None = None,
+              progress: ProgressFn | None = None) -> None:
+        """Keep the folders ``paths`` in sync with the index, in ``collection`` (default
+        ``settings.collection``), until ``stop`` is set or Ctrl+C
+        (:func:`citewise.ingest.watch.watch_folders`: one catch-up ingest, then each batch
+        of changes after ``debounce_ms`` of quiet). Raises ConfigError for a path that is
+        not a folder."""
+        watch_folders(Ingestor(self.settings, self.store, self.embedder, collection), paths,
+                      stop=stop, debounce_ms=debounce_ms, force_polling=force_polling,
+                      on_report=on_report, on_ready=on_ready, progress=progress)
+
     def reindex(self, progress: ProgressFn | None = None) -> IngestReport:
         """Bring the index in line with the configured model and the current text analysis
         (:func:`citewise.ingest.reindex.reindex`: re-analysed in place, or re-embedded beside
@@ -131,21 +148,45 @@ class Engine:
     def search(self, query: str, *, mode: SearchMode | str = SearchMode.HYBRID,
                top_k: int | None = None, per_file: int | None = None,
                min_score: float | None = None,
-               filters: Mapping[str, Any] | None = None) -> SearchResult:
+               filters: Mapping[str, Any] | None = None,
+               prefer_document: str | None = None) -> SearchResult:
+        """:meth:`Retriever.search <citewise.retrieve.retriever.Retriever.search>`;
+        ``prefer_document`` is a document id whose chunks are preferred (the page the
+        question is asked from, :meth:`page_document`)."""
         return self.retriever.search(query, mode=mode, top_k=top_k, per_file=per_file,
-                                     min_score=min_score, filters=filters)
+                                     min_score=min_score, filters=filters,
+                                     prefer_document=prefer_document)
 
     def search_evidence(self, query: str, *, mode: SearchMode | str = SearchMode.HYBRID,
                         top_k: int | None = None,
-                        filters: Mapping[str, Any] | None = None) -> SearchResult:
+                        filters: Mapping[str, Any] | None = None,
+                        prefer_document: str | None = None) -> SearchResult:
         """The search an answer reads: with ``evidence='sentences'`` a pool of
         ``max(evidence_pool, top_k)`` chunks, at most ``evidence_per_file`` per file, whose
         sentences :meth:`answer_stream` ranks; with ``'passages'`` the plain top_k search."""
         s = self.settings
         if s.evidence != "sentences":
-            return self.search(query, mode=mode, top_k=top_k, filters=filters)
+            return self.search(query, mode=mode, top_k=top_k, filters=filters,
+                               prefer_document=prefer_document)
         return self.search(query, mode=mode, top_k=max(s.evidence_pool, top_k or s.top_k),
-                           per_file=s.evidence_per_file, filters=filters)
+                           per_file=s.evidence_per_file, filters=filters,
+                           prefer_document=prefer_document)
+
+    def page_document(self, page: str,
+                      filters: Mapping[str, Any] | None = None) -> Document | None:
+        """The indexed document the web page at URL path ``page`` was built from
+        (:func:`~citewise.retrieve.page.document_for_page`: ``/install/`` or
+        ``/docs/install.html`` -> ``docs/install.md``), among those ``filters`` let the
+        question read (``collections``, ``document_ids``, ``path_prefix``, ``paths``,
+        ``where``); None when none matches or two match equally well."""
+        f = filters or {}
+        collections, ids, prefix = f.get("collections"), f.get("document_ids"), f.get("path_prefix")
+        readable = [d for d in self.store.documents()
+                    if (collections is None or d.collection in collections)
+                    and (ids is None or d.id in ids)
+                    and (prefix is None or d.path.startswith(prefix))
+                    and in_scope(d, f)]
+        return document_for_page(page, readable)
 
     def provider(self) -> ChatProvider | None:
         """The configured LLM provider, opened on first use (None for ``none``).
@@ -183,7 +224,8 @@ class Engine:
         """Yields status events, answer tokens, then one DoneEvent (see DESIGN.md, Events).
 
         Each status comes before the slow step it names: "searching the documents" (stage
-        ``retrieve``, :meth:`search_stream`), "reading N passages from M files" (``read``),
+        ``retrieve``, :meth:`search_stream`; after a ``notice`` "the question is N characters
+        long: only its last M are searched" when it is longer than ``max_query_chars``), "reading N passages from M files" (``read``),
         "starting the local model" (``load``, when this engine first opens the bundled
         model) and "writing the answer with ..." (``generate``) or "quoting the evidence
         sentences" (``answer``). An empty index gives only the DoneEvent. The LLM is used
@@ -194,11 +236,16 @@ class Engine:
         AnalyzerMismatchError for an index built otherwise; a provider that cannot be opened
         or fails gives the extractive answer (a ``fallback`` status), not an error.
         """
+        asked = len(" ".join(question.split())) if isinstance(question, str) else 0
         question = clean_query(question, self.settings.max_query_chars)
         if self.store.info().chunks == 0:
             yield DoneEvent(Answer(question, self._not_found(NO_DOCUMENTS, filters), (), False,
                                    "none"))
             return
+        if asked > self.settings.max_query_chars:  # a pasted page: say so, never cut silently
+            yield StatusEvent(f"the question is {asked:,} characters long: only its last "
+                              f"{len(question):,} are searched (max_query_chars)",
+                              stage="notice")
         result = yield from self.search_stream(question, mode=mode, top_k=top_k,
                                                filters=filters)
         yield from self.answer_stream(question, result, extractive=extractive, history=history,
@@ -206,6 +253,7 @@ class Engine:
 
     def search_stream(self, query: str, *, mode: SearchMode | str = SearchMode.HYBRID,
                       top_k: int | None = None, filters: Mapping[str, Any] | None = None,
+                      prefer_document: str | None = None,
                       ) -> Generator[Event, None, SearchResult]:
         """:meth:`search_evidence` as a stream: yields the one "searching the documents" status
         (stage ``retrieve``) before the first slow step (loading the embedding model,
@@ -213,7 +261,8 @@ class Engine:
         (``result = yield from engine.search_stream(...)``). Raises as :meth:`search`
         (QueryError, EmbeddingMismatchError, AnalyzerMismatchError)."""
         yield StatusEvent("searching the documents", stage="retrieve")
-        return self.search_evidence(query, mode=mode, top_k=top_k, filters=filters)
+        return self.search_evidence(query, mode=mode, top_k=top_k, filters=filters,
+                                    prefer_document=prefer_document)
 
     def provider_stream(self) -> Generator[Event, None, ChatProvider | None]:
         """:meth:`provider` as a stream: yields a "starting the local model" status (stage
@@ -234,13 +283,16 @@ class Engine:
     def answer_stream(self, question: str, result: SearchResult, *, extractive: bool = False,
                       history: Sequence[tuple[str, str]] = (),
                       filters: Mapping[str, Any] | None = None,
-                      top_k: int | None = None) -> Iterator[Event]:
+                      top_k: int | None = None,
+                      prefer_document: str | None = None) -> Iterator[Event]:
         """Yields the answer to ``question`` from a finished search (:meth:`search_evidence`):
         :meth:`AnswerService.stream <citewise.answer.service.AnswerService.stream>` (the
         ``read`` status, status and token events, one DoneEvent; declined questions get the
-        not-found reply without a model call). Raises QueryError for a blank question."""
+        not-found reply without a model call); ``prefer_document``'s sentences are preferred
+        as its chunks were in the search. Raises QueryError for a blank question."""
         return self.answers.stream(question, result, extractive=extractive, history=history,
-                                   filters=filters, top_k=top_k)
+                                   filters=filters, top_k=top_k,
+                                   prefer_document=prefer_document)
 
     def ask(self, question: str, *, top_k: int | None = None, extractive: bool = False,
             history: Sequence[tuple[str, str]] = ()) -> Answer:

@@ -45,3 +45,27 @@ def test_a_documents_own_reference_marks_are_not_passed_on_as_citations(engine, 
         assert "[7]" not in answer.text and "[1, 2]" not in answer.text, answer.text
         assert answer.text.endswith(" [1]")
         assert answer.cited == (1,)
+
+
+def test_a_question_longer_than_max_query_chars_says_it_was_cut(make_engine, tmp_path):
+    """Before, a pasted page was cut to its end silently; the user never learnt that the
+    start of the question was not searched."""
+    from citewise.types import DoneEvent, StatusEvent
+
+    (tmp_path / "kettle.md").write_text(
+        "# Kettle\n\nThe K2 kettle has a warranty of two years from the date of purchase.\n",
+        encoding="utf-8")
+    engine = make_engine(max_query_chars=100)
+    engine.ingest([tmp_path / "kettle.md"])
+    pasted = "Some pasted text about other things. " * 10 + "How long is the kettle warranty?"
+    events = list(engine.ask_stream(pasted, extractive=True))
+    notices = [e.message for e in events if isinstance(e, StatusEvent) and e.stage == "notice"]
+    cut = len(events[-1].answer.question)
+    assert notices == [(f"the question is {len(pasted.strip()):,} characters long: only its "
+                        f"last {cut} are searched (max_query_chars)")]
+    done = events[-1]
+    assert isinstance(done, DoneEvent) and done.answer.question.endswith("warranty?")
+    assert "two years" in done.answer.text
+    # a question within the limit gets no notice
+    short = list(engine.ask_stream("How long is the kettle warranty?", extractive=True))
+    assert not [e for e in short if isinstance(e, StatusEvent) and e.stage == "notice"]

@@ -24,6 +24,11 @@ TOASTER = "How many browning levels does the T1 toaster have?"
     ("9", None),  # nothing in range: not a pick
     ("The warranty lasts two years.", None),
     ("", None),
+    # "none" in words, as the not-found answer starts (seen: the 1.5B model asked for the
+    # default top_k), even when the reply's token cap cuts it short
+    ("The documents do not contain", []),
+    ('"The documents do not contain an answer to this question."', []),
+    ("The documents do not contain it, but [3] comes close", [3]),
 ])
 def test_a_picking_reply_is_read_as_passage_numbers(reply: str, picked) -> None:
     assert parse_pick(reply, n=5, limit=3) == picked

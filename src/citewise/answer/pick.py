@@ -14,7 +14,8 @@ easier task than writing: the model reads the same numbered evidence as the writ
   passages only (:class:`~citewise.answer.llm.LLMAnswerer`: citation filter, support check,
   fallback).
 
-A reply of "0" gives the not-found answer; a reply with no valid number, or a provider
+A reply of "0" (or one that starts as the not-found answer does: the model said "none" in
+words) gives the not-found answer; a reply with no valid number, or a provider
 failure, gives the extractive answer (a ``fallback`` status), as the writer does.
 """
 
@@ -46,13 +47,26 @@ _NUMBER = re.compile(r"\d+")
 
 def parse_pick(reply: str, n: int, limit: int) -> list[int] | None:
     """The passage numbers of a picking ``reply`` (best first, at most ``limit``, each in
-    ``1..n``, duplicates dropped): ``[]`` for "none" (the reply's first number is 0), None when
-    the reply holds no number in range (not a pick: the caller falls back)."""
+    ``1..n``, duplicates dropped): ``[]`` for "none" (the reply's first number is 0, or the
+    reply starts as the not-found answer does and names no passage), None when the reply holds
+    no number in range (not a pick: the caller falls back)."""
     numbers = [int(x) for x in _NUMBER.findall(reply)]
     if numbers and numbers[0] == 0:
         return []
     picked = list(dict.fromkeys(x for x in numbers if 1 <= x <= n))[:limit]
+    if not picked and _declines(reply):
+        return []
     return picked or None
+
+
+#: The not-found reply's first words: a picking reply that starts with them says "none" in
+#: words (seen: "The documents do not contain" for "What is the default top_k?"; its
+#: :data:`PICK_TOKENS` may cut the sentence short).
+_NOT_FOUND_START = " ".join(NOT_FOUND.casefold().split()[:5])
+
+
+def _declines(reply: str) -> bool:
+    return " ".join(reply.casefold().split()).lstrip("[(\"' ").startswith(_NOT_FOUND_START)
 
 
 class PickAnswerer:

@@ -34,8 +34,14 @@ import numpy as np
 
 from citewise.embed import Embedder
 from citewise.ingest.chunking import SOURCE_WINDOW, sentences
+from citewise.retrieve.page import PAGE_PRIOR
 from citewise.retrieve.retriever import question_clause
-from citewise.text.analysis import content_terms, tokenize
+from citewise.text.analysis import (
+    content_terms,
+    identifier_parts,
+    tokenize,
+    without_known_parts,
+)
 from citewise.text.language import detect_language
 from citewise.types import Evidence
 
@@ -186,7 +192,9 @@ HEADING_WEIGHT = 0.5
 def rank_candidates(question: str, evidence: Sequence[Evidence], embedder: Embedder, *,
                     idf: dict[str, float] | None = None,
                     document_idf: dict[str, dict[str, float]] | None = None,
-                    max_embedded: int = 64) -> list[Scored]:
+                    max_embedded: int = 64,
+                    known_identifiers: frozenset[str] = frozenset(),
+                    prefer_document: str | None = None) -> list[Scored]:
     """Every candidate of ``evidence`` (best first) scored against ``question``.
 
     ``idf`` is the collection IDF of the question's terms and ``document_idf`` their IDF
@@ -194,11 +202,18 @@ def rank_candidates(question: str, evidence: Sequence[Evidence], embedder: Embed
     To bound the embedding cost, only the ``max_embedded`` candidates with the best lexical
     score (coverage plus the rank bonus) are embedded; the others keep a cosine of 0.
     A candidate that :func:`looks_like_command` scores ``COMMAND_PENALTY`` times less unless
-    the question asks for a command or code. Returns [] when there are no candidates.
+    the question asks for a command or code. The parts of an identifier in
+    ``known_identifiers`` (analysed terms the index holds whole, such as ``top_k``) do not
+    count toward ``coverage`` (:func:`~citewise.text.analysis.without_known_parts`). A
+    candidate of ``prefer_document`` (a document id: the page the question is asked from) has
+    a positive score multiplied by :data:`~citewise.retrieve.page.PAGE_PRIOR`. Returns []
+    when there are no candidates.
     """
     language = detect_language(question)
     focus = question_clause(question)
-    terms = content_terms(focus, language)
+    terms = without_known_parts(content_terms(focus, language),
+                                identifier_parts(focus, language),
+                                known_identifiers.__contains__)
     pool = [c for i, ev in enumerate(evidence) for c in candidates(ev, i)]
     if not pool:
         return []
@@ -233,6 +248,9 @@ def rank_candidates(question: str, evidence: Sequence[Evidence], embedder: Embed
         score = 0.6 * float(cos) + lex
         if penalise and c.kind != "code" and looks_like_command(c.text):
             score *= COMMAND_PENALTY
+        if prefer_document is not None and score > 0 and \
+                evidence[c.index].citation.document_id == prefer_document:
+            score *= PAGE_PRIOR
         scored.append(Scored(c, score, float(cos), cov, ans))
     scored.sort(key=lambda s: -s.score)
     return scored

@@ -34,7 +34,7 @@ from citewise.embed import Embedder
 from citewise.errors import CitewiseError
 from citewise.retrieve.retriever import Retriever, SearchResult, clean_query
 from citewise.store.base import Store
-from citewise.text.analysis import tokenize
+from citewise.text.analysis import identifier_parts, tokenize
 from citewise.types import Answer, DoneEvent, Event, Evidence, StatusEvent
 
 log = logging.getLogger(__name__)
@@ -79,14 +79,17 @@ class AnswerService:
         self.provider_stream = provider_stream
 
     def read(self, question: str, result: SearchResult, *, top_k: int | None = None,
-             filters: Mapping[str, Any] | None = None) -> Reading:
+             filters: Mapping[str, Any] | None = None,
+             prefer_document: str | None = None) -> Reading:
         """The evidence of ``result`` for ``question`` (see :class:`Reading`). With
         ``abstain`` on, ``declined`` is set when the question names something no indexed
         document mentions (:func:`~citewise.answer.selection.unknown_names`, the reply names
         it) or, with sentence evidence, no sentence answers it
         (:func:`~citewise.answer.selection.answerable`). At most ``top_k`` passages (default
         ``settings.top_k``) within ``evidence_tokens``. ``filters`` are the search's (a
-        not-found reply names only unreadable files of its ``collections``)."""
+        not-found reply names only unreadable files of its ``collections``).
+        ``prefer_document``: a document id whose sentences are preferred
+        (:data:`~citewise.retrieve.page.PAGE_PRIOR`; the page the question is asked from)."""
         s = self.settings
         evidence = to_evidence(result.hits)
         reading = Reading(evidence, evidence, timings_ms=dict(result.timings_ms))
@@ -110,8 +113,11 @@ class AnswerService:
         if s.evidence != "sentences":
             return reading
         t0 = time.perf_counter()
+        known = frozenset(t for t in identifier_parts(question) if df.get(t, 0) > 0)
         reading.ranked = rank_candidates(question, evidence, self.embedder, idf=reading.idf,
-                                         document_idf=reading.document_idf)
+                                         document_idf=reading.document_idf,
+                                         known_identifiers=known,
+                                         prefer_document=prefer_document)
         reading.timings_ms["sentences_ms"] = (time.perf_counter() - t0) * 1000
         if not reading.ranked or (s.abstain and not answerable(reading.ranked, question)):
             reading.declined = self.not_found(NOT_FOUND, filters)
@@ -125,15 +131,16 @@ class AnswerService:
     def stream(self, question: str, result: SearchResult, *, extractive: bool = False,
                history: Sequence[tuple[str, str]] = (),
                filters: Mapping[str, Any] | None = None,
-               top_k: int | None = None) -> Iterator[Event]:
+               top_k: int | None = None,
+               prefer_document: str | None = None) -> Iterator[Event]:
         """Yields the answer to ``question`` from a finished search: the ``read`` status with
         the real passage and file counts, then status and token events, then one DoneEvent (no
         hits: the DoneEvent alone). A declined question (:meth:`read`) gets the not-found
         reply without a model call. The LLM answers unless ``extractive`` or the provider is
         ``none`` (``answer_style``: write, pick or pick-write; pick needs sentence evidence);
         a provider that cannot be opened gives the extractive answer with a ``fallback``
-        status. ``history`` is the earlier (question, answer) turns, oldest first. Raises
-        QueryError for a blank question."""
+        status. ``history`` is the earlier (question, answer) turns, oldest first;
+        ``prefer_document`` as in :meth:`read`. Raises QueryError for a blank question."""
         s = self.settings
         question = clean_query(question, s.max_query_chars)
         if not result.hits:
@@ -144,7 +151,8 @@ class AnswerService:
                      for h in result.hits})
         yield StatusEvent(f"reading {_count(len(result.hits), 'passage')} from "
                           f"{_count(files, 'file')}", stage="read")
-        reading = self.read(question, result, top_k=top_k, filters=filters)
+        reading = self.read(question, result, top_k=top_k, filters=filters,
+                            prefer_document=prefer_document)
         if reading.declined is not None:
             yield DoneEvent(Answer(question, reading.declined, (), False, "none",
                                    metrics=reading.timings_ms))

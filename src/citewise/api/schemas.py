@@ -82,6 +82,11 @@ class ChatRequest(_In):
     mode: SearchMode = SearchMode.HYBRID
     context_hint: str | None = Field(None, max_length=500,
                                      description="Where the user is (a page or route).")
+    page: str | None = Field(None, max_length=500,
+                             description="URL path of the web page the question is asked "
+                             "from (the widget sends its host page's): the document that page "
+                             "was built from is preferred (/install/ -> docs/install.md; see "
+                             "docs/web.md).")
     attachment: str | None = Field(None, max_length=64,
                                    description="Id of an uploaded document to scan.")
     extractive: bool = Field(False, description="Quote evidence sentences; no LLM.")
@@ -125,6 +130,9 @@ class ChatResponse(BaseModel):
     mode: str
     interrupt: InterruptPublic | None = None
     error: str | None = None
+    page_document: str | None = Field(None, description="The document preferred because the "
+                                      "question was asked from the page built from it (the "
+                                      "request's page), as citations show its path.")
 
 
 class ChatPublic(BaseModel):

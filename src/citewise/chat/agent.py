@@ -176,12 +176,17 @@ class Agent:
             mode: SearchMode | str = SearchMode.HYBRID,
             filters: Mapping[str, Any] | None = None, context_hint: str | None = None,
             attachment: str | None = None, extractive: bool = False,
-            may_write: bool = False) -> Iterator[Event]:
+            may_write: bool = False, page: str | None = None) -> Iterator[Event]:
         """Yields the events of one turn of chat ``chat_id`` (see the module docstring),
         ending with ``done``, ``interrupt`` or ``error``. ``filters["collections"]`` (when
         set) are the collections the caller may read; a directive that writes (INGEST) is
-        proposed only when ``may_write``. Raises nothing: a CitewiseError or any other
-        failure becomes an ErrorEvent and an ``error`` message in the chat."""
+        proposed only when ``may_write``. ``page`` is the URL path of the web page the
+        question is asked from: the document it was built from
+        (:meth:`Engine.page_document <citewise.engine.Engine.page_document>`) is preferred in
+        the search and the answer, announced by a ``page`` status ("preferring
+        docs/install.md (the page you are on)") and named in the search's tool call
+        (``prefer_document``). Raises nothing: a CitewiseError or any other failure
+        becomes an ErrorEvent and an ``error`` message in the chat."""
         t0 = time.perf_counter()
         user_id = self.sessions.add_message(chat_id, "user", query)
         pieces: list[str] = []
@@ -228,7 +233,8 @@ class Agent:
             else:
                 search_query = plan.argument if plan.directive is Directive.SEARCH else query
                 inner = self._search(search_query, history.for_prompt(), top_k=top_k,
-                                     mode=mode, filters=filters, extractive=extractive)
+                                     mode=mode, filters=filters, extractive=extractive,
+                                     page=page)
             for event in inner:
                 if isinstance(event, TokenEvent):
                     pieces.append(event.content)
@@ -271,19 +277,28 @@ class Agent:
     # --- tools ----------------------------------------------------------------------------
     def _search(self, query: str, history: Sequence[Turn], *, top_k: int | None,
                 mode: SearchMode | str, filters: Mapping[str, Any] | None,
-                extractive: bool) -> EventStream:
+                extractive: bool, page: str | None = None) -> EventStream:
         engine = self.engine
         k = top_k or self.settings.top_k
-        yield ToolCallEvent("search", {"query": query, "top_k": k, "mode": SearchMode(mode).value})
+        preferred = engine.page_document(page, filters) if page else None
+        call: dict[str, Any] = {"query": query, "top_k": k, "mode": SearchMode(mode).value}
+        if preferred is not None:
+            call["prefer_document"] = preferred.path
+        yield ToolCallEvent("search", call)
         if engine.store.info().chunks == 0:  # the engine's "no documents" reply
             yield ToolResultEvent("search", {"hits": []})
             yield from engine.ask_stream(query, top_k=top_k, extractive=extractive,
                                          filters=filters)
             return
-        result = yield from engine.search_stream(query, mode=mode, top_k=top_k, filters=filters)
+        prefer = None
+        if preferred is not None:
+            prefer = preferred.id
+            yield StatusEvent(f"preferring {preferred.path} (the page you are on)", stage="page")
+        result = yield from engine.search_stream(query, mode=mode, top_k=top_k, filters=filters,
+                                                 prefer_document=prefer)
         yield ToolResultEvent("search", {"hits": [_hit_dict(h) for h in result.hits]})
         yield from engine.answer_stream(query, result, extractive=extractive, history=history,
-                                        filters=filters, top_k=top_k)
+                                        filters=filters, top_k=top_k, prefer_document=prefer)
 
     def _answer_from_history(self, query: str, history: History,
                              provider: ChatProvider) -> EventStream:

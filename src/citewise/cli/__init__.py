@@ -1,8 +1,8 @@
 """The ``citewise`` command line (Typer): ingest, ask, chat, serve, mcp, search, status,
-reindex, migrate, scan, eval, train-reranker.
+reindex, migrate, scan, eval, train-reranker, watch.
 
 This module only builds :data:`app`; each command group lives in its own module (``ingest``:
-ingest, status, reindex, migrate; ``ask``: ask, chat, search; ``serve``: serve, mcp;
+ingest, watch, status, reindex, migrate; ``ask``: ask, chat, search; ``serve``: serve, mcp;
 ``scan``; ``eval``; ``train``: train-reranker) and :mod:`citewise.cli.common` holds what they
 share.
 """
@@ -49,6 +49,7 @@ app.command()(ingest.reindex)
 app.command()(ingest.migrate)
 app.command()(scan.scan)
 app.command("train-reranker")(train.train_reranker)
+app.command()(ingest.watch)
 
 
 def main() -> None:  # pragma: no cover

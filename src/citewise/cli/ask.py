@@ -113,6 +113,8 @@ def _stream_answer(events: Iterable[Event], live: bool, prefix: str = "") -> Ans
                     wrote = False
                 status.stop()
                 err_console.print(f"[yellow]{escape(event.message)}[/]")
+            elif live and isinstance(event, StatusEvent) and event.stage == "notice":
+                err_console.print(f"[yellow]{escape(event.message)}[/]")  # kept on screen
             elif live and isinstance(event, StatusEvent):
                 status.show(event.message)
     finally:

@@ -4,7 +4,10 @@ index."""
 from __future__ import annotations
 
 import json
+import signal
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -16,11 +19,14 @@ from citewise.cli.common import (
     OutputFormat,
     build_engine,
     console,
+    err_console,
     errors,
     jsonable,
     progress_bar,
 )
 from citewise.errors import ConfigError
+from citewise.ingest.pipeline import IngestReport
+from citewise.ingest.watch import DEBOUNCE_MS
 
 
 def ingest(
@@ -30,34 +36,94 @@ def ingest(
     collection: Annotated[str | None, typer.Option(
         help="The collection the files belong to (default: CITEWISE_COLLECTION); API read "
              "keys are granted per collection.")] = None,
+    watch_: Annotated[bool, typer.Option(
+        "--watch", help="Then keep watching the folders and apply changes as they happen "
+        "(as `citewise watch`).")] = False,
     fmt: FormatOpt = OutputFormat.text,
 ) -> None:
     """Add or update files and folders; unchanged files are skipped, removed ones deleted."""
+    if watch_:
+        if prune:
+            raise typer.BadParameter("--prune cannot be combined with --watch", param_hint="--prune")
+        watch(paths, collection=collection, fmt=fmt)
+        return
     with errors():
         engine = build_engine()
         if collection is not None:
             engine.settings.collection_folder(collection)  # ConfigError for a bad name
         with progress_bar("ingesting", fmt is OutputFormat.text and sys.stderr.isatty()) as update:
             report = engine.ingest(paths, prune=prune, progress=update, collection=collection)
-    if fmt is OutputFormat.json:
-        print(json.dumps({"files": jsonable(report.files), "seconds": report.seconds,
-                          "chunks": report.chunks, "embedded": report.embedded}, ensure_ascii=False))
-    else:
-        for f in report.files:
-            if f.status == "failed":
-                console.print(f"[red]failed[/]    {escape(f.path)}: {escape(f.reason)}")
-            elif f.status != "unchanged":
-                console.print(f"[green]{f.status:<9}[/] {escape(f.path)} ({f.chunks} chunks)")
-            for w in f.warnings:
-                console.print(f"[yellow]warning[/]   {escape(f.path)}: {escape(w)}")
-        counts = ", ".join(
-            f"{report.count(s)} {s}" for s in ("added", "updated", "unchanged", "deleted", "failed")
-        )
-        console.print(f"{counts}; {report.chunks} chunks written, {report.embedded} embedded "
-                      f"in {report.seconds:.1f} s")
+    _print_report(report, fmt)
     if report.files and report.count("failed") == len(report.files):
         raise typer.Exit(1)
 
+
+def _print_report(report: IngestReport, fmt: OutputFormat, *, stamp: bool = False,
+                  summary: bool = True) -> None:
+    """An ingest report as ``citewise ingest`` prints it: one JSON document, or a line per
+    file that changed or failed (``stamp``: each starting with the time) and a count line."""
+    if fmt is OutputFormat.json:
+        print(json.dumps({"files": jsonable(report.files), "seconds": report.seconds,
+                          "chunks": report.chunks, "embedded": report.embedded},
+                         ensure_ascii=False), flush=True)
+        return
+    when = time.strftime("%H:%M:%S ") if stamp else ""
+    for f in report.files:
+        if f.status == "failed":
+            console.print(f"{when}[red]failed[/]    {escape(f.path)}: {escape(f.reason)}")
+        elif f.status != "unchanged":
+            console.print(f"{when}[green]{f.status:<9}[/] {escape(f.path)} ({f.chunks} chunks)")
+        for w in f.warnings:
+            console.print(f"{when}[yellow]warning[/]   {escape(f.path)}: {escape(w)}")
+    if summary:
+        counts = ", ".join(
+            f"{report.count(s)} {s}" for s in ("added", "updated", "unchanged", "deleted", "failed")
+        )
+        console.print(f"{when}{counts}; {report.chunks} chunks written, {report.embedded} "
+                      f"embedded in {report.seconds:.1f} s")
+
+
+def watch(
+    paths: Annotated[list[Path], typer.Argument(help="Folders to keep in sync.",
+                                                readable=False)],
+    collection: Annotated[str | None, typer.Option(
+        help="The collection the files belong to (default: CITEWISE_COLLECTION).")] = None,
+    debounce: Annotated[int, typer.Option(
+        min=10, help="Apply a batch of changes once no new change has come for this many "
+        "milliseconds (at most 10 times this after the first change).")] = DEBOUNCE_MS,
+    poll: Annotated[bool, typer.Option(
+        help="Poll the folders instead of using the system's file notifications (network "
+        "drives, some container mounts).")] = False,
+    fmt: FormatOpt = OutputFormat.text,
+) -> None:
+    """Keep folders and the index in sync: one incremental ingest, then new, changed,
+    renamed and deleted files applied as they happen, until Ctrl+C."""
+    stop = threading.Event()
+    first = True  # the catch-up's report gets the count line
+
+    def ready(roots: list[Path]) -> None:
+        names = ", ".join(str(r) for r in roots)
+        err_console.print(f"watching {escape(names)} (Ctrl+C to stop)")
+
+    def reported(report: IngestReport) -> None:
+        nonlocal first
+        _print_report(report, fmt, stamp=True, summary=first)
+        first = False
+
+    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        with errors():
+            engine = build_engine()
+            if collection is not None:
+                engine.settings.collection_folder(collection)  # ConfigError for a bad name
+            engine.watch(paths, collection=collection, stop=stop, debounce_ms=debounce,
+                         force_polling=True if poll else None, on_report=reported,
+                         on_ready=ready)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    err_console.print("stopped watching")
 
 
 def status(fmt: FormatOpt = OutputFormat.text) -> None:

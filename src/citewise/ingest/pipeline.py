@@ -76,7 +76,10 @@ def document_id(source_path: Path) -> str:
     return hashlib.sha256(str(source_path).encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
-def _walk(root: Path) -> Iterator[Path]:
+def walk_files(root: Path) -> Iterator[Path]:
+    """The files an ingest of ``root`` reads, in sorted order: ``root`` itself when it is not a
+    folder, else every file under it except hidden ones (a name starting with ``.``) and
+    those inside hidden folders or :data:`SKIP_DIRS`."""
     if not root.is_dir():
         yield root
         return
@@ -85,6 +88,16 @@ def _walk(root: Path) -> Iterator[Path]:
         for name in sorted(filenames):
             if not name.startswith("."):
                 yield Path(dirpath) / name
+
+
+def skipped(path: Path, root: Path) -> bool:
+    """Whether :func:`walk_files` of the folder ``root`` leaves out ``path`` (a file or folder
+    under it): a hidden name, or a hidden or :data:`SKIP_DIRS` folder on the way to it."""
+    parts = path.relative_to(root).parts
+    if any(part.startswith(".") for part in parts):
+        return True
+    return any(part in SKIP_DIRS for part in parts[:-1]) or (
+        bool(parts) and parts[-1] in SKIP_DIRS and path.is_dir())
 
 
 def _display_path(file: Path, root: Path, collections: Path | None = None) -> str:
@@ -171,7 +184,7 @@ class Ingestor:
                 continue
             # None: the index is on a server
             index_file = self.store.path if isinstance(self.store, FileBacked) else None
-            for f in _walk(root):
+            for f in walk_files(root):
                 if index_file is not None and f.name.startswith(index_file.name):
                     continue  # the index itself, its -wal/-shm
                 if not f.is_file():  # FIFOs, sockets, devices: reading one could block forever

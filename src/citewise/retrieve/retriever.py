@@ -23,6 +23,13 @@ filter, and the final ranking puts the chunks in the question's language first, 
 order, then the others (their scores scaled by 1e-3, so scores stay descending). When no chunk
 in that language is relevant enough, the evidence comes from the others, as before.
 ``Settings.language_routing`` switches it off.
+
+Page preference (the widget's host page, :mod:`citewise.retrieve.page`): with
+``prefer_document`` the best chunks of that document join the candidates (at the lowest fused
+score, so they rise only by their own coverage), and they are ranked first when their best
+relevance times :data:`~citewise.retrieve.page.PAGE_PRIOR` reaches the best relevance of all
+(:func:`prefer_document_hits`); the relevance floor and the selection are unchanged, so a
+document that answers clearly better keeps its place and the others follow in their order.
 """
 
 from __future__ import annotations
@@ -40,10 +47,16 @@ from citewise.config import SearchMode, Settings
 from citewise.embed import Embedder
 from citewise.errors import QueryError
 from citewise.retrieve.fusion import fuse
+from citewise.retrieve.page import PAGE_PRIOR
 from citewise.retrieve.rerank import Reranker, passage_text, sigmoid
 from citewise.store.base import Store, check_filters
 from citewise.store.bm25 import idf as bm25_idf
-from citewise.text.analysis import content_terms, tokenize
+from citewise.text.analysis import (
+    content_terms,
+    identifier_parts,
+    tokenize,
+    without_known_parts,
+)
 from citewise.text.language import UNDETERMINED, detect_language
 from citewise.types import Hit
 
@@ -143,6 +156,26 @@ def prefer_language(hits: list[Hit], language: str) -> list[Hit]:
     outside = [replace(h, score=h.score * 1e-3) for h in hits
                if h.chunk is None or h.chunk.language != language]
     return inside + outside
+
+
+def prefer_document_hits(hits: list[Hit], document_id: str,
+                         prior: float = PAGE_PRIOR) -> list[Hit]:
+    """``hits`` (best first) with those of ``document_id`` moved to the front when its best
+    ``relevance`` times ``prior`` reaches the best relevance of all (it is nearly as good as
+    the best evidence); their scores are then raised by one amount so that its best equals
+    the best score (scores stay descending). Otherwise, or when it has no hit, ``hits`` as
+    they are: a document that answers clearly better keeps its place."""
+    mine = [h for h in hits if h.chunk is not None and h.chunk.document_id == document_id]
+    if not mine:
+        return hits
+    best = max((h.relevance or 0.0) for h in hits)
+    if max((h.relevance or 0.0) for h in mine) * prior < best:
+        return hits
+    lift = max(h.score for h in hits) - mine[0].score
+    others = [h for h in hits if h.chunk is None or h.chunk.document_id != document_id]
+    return [replace(h, score=h.score + lift) for h in mine] + others
+
+
 _CLAUSE_END = re.compile(r"[;:.!?](?=\s)|[；：。！？]")
 
 
@@ -211,14 +244,17 @@ class Retriever:
         self, query: str, *, mode: SearchMode | str = SearchMode.HYBRID,
         k: int | None = None, filters: Mapping[str, Any] | None = None,
         rerank: bool = True, timings: dict[str, float] | None = None,
-        query_vec: np.ndarray | None = None,
+        query_vec: np.ndarray | None = None, prefer_document: str | None = None,
     ) -> list[Hit]:
         """All candidates, best first, with chunks loaded and every stage's score.
 
         ``k`` candidates are taken from each leg (default ``dense_k``/``sparse_k``); stage
         durations in ms are added to ``timings``; ``query_vec`` is the question's embedding
-        when the caller already has it. Raises QueryError for a blank question or a malformed
-        filter (the message names it).
+        when the caller already has it. ``prefer_document`` (a document id: the page the
+        question is asked from, :mod:`citewise.retrieve.page`) adds that document's best
+        chunks to the candidates (:meth:`_with_document`) and ranks them first when they are
+        nearly as relevant as the best (:func:`prefer_document_hits`). Raises QueryError for a blank question or
+        a malformed filter (the message names it).
         """
         mode = SearchMode(mode)
         clock = _Clock(timings if timings is not None else {})
@@ -229,7 +265,7 @@ class Retriever:
             except ValueError as err:
                 raise QueryError(str(err)) from None
         language = detect_language(query)
-        terms = tokenize(query, language)
+        terms = self.query_terms(query, language)
         if mode is SearchMode.SPARSE:
             query_vec = None
         elif query_vec is None:
@@ -242,6 +278,9 @@ class Retriever:
                                               {**(filters or {}), "language": routed}, clock)
                 seen = {h.chunk_id for h in preferred}
                 hits = preferred + [h for h in hits if h.chunk_id not in seen]
+            if prefer_document is not None:
+                hits = self._with_document(hits, prefer_document, mode, query_vec, terms,
+                                           filters, clock)
             if not hits:
                 return []
             with clock("load_ms"):
@@ -249,7 +288,43 @@ class Retriever:
         if rerank and self.reranks(language):
             with clock("rerank_ms"):
                 hits = self._rerank(query, hits)
-        return prefer_language(hits, routed) if routed is not None else hits
+        if routed is not None:
+            hits = prefer_language(hits, routed)
+        if prefer_document is not None:
+            hits = prefer_document_hits(hits, prefer_document)
+        return hits
+
+    def _with_document(self, hits: list[Hit], document_id: str, mode: SearchMode,
+                       query_vec: np.ndarray | None, terms: list[str],
+                       filters: Mapping[str, Any] | None, clock: _Clock) -> list[Hit]:
+        """``hits`` plus the best chunks of ``document_id`` within ``filters`` (both legs
+        searched inside it, ``per_file`` deep) that are not among them yet. Those come in
+        with the lowest fused score of ``hits``, so only their own coverage of the question
+        can lift them: a search inside one document would otherwise give its best chunk the
+        top fused score."""
+        ids = (filters or {}).get("document_ids")
+        if ids is not None and document_id not in ids:
+            return hits  # the page's document is outside the question's scope
+        depth = max(self.settings.per_file, self.settings.evidence_per_file)
+        inside = self._search_legs(mode, query_vec, terms, depth,
+                                   {**(filters or {}), "document_ids": [document_id]}, clock)
+        seen = {h.chunk_id for h in hits}
+        fused = [h.fused if h.fused is not None else h.score for h in hits]
+        floor = min(fused) if fused else 0.0
+        return hits + [replace(h, fused=floor, score=floor) for h in inside
+                       if h.chunk_id not in seen]
+
+    def query_terms(self, query: str, language: str) -> list[str]:
+        """The BM25 terms of ``query`` (:func:`~citewise.text.analysis.tokenize` in
+        ``language``) without the parts of an identifier the index holds whole
+        (:func:`~citewise.text.analysis.without_known_parts`: "the default top_k" searches
+        ``default top_k``, not also every chunk saying "top" and "k")."""
+        terms = tokenize(query, language)
+        parts = identifier_parts(query, language)
+        if not parts:
+            return terms
+        _, df = self.store.term_document_frequencies(list(parts))
+        return without_known_parts(terms, parts, lambda t: df.get(t, 0) > 0)
 
     def reranks(self, language: str) -> bool:
         """Whether a question detected as ``language`` is reranked: a reranker is loaded and
@@ -306,16 +381,20 @@ class Retriever:
         self, query: str, *, mode: SearchMode | str = SearchMode.HYBRID,
         top_k: int | None = None, per_file: int | None = None,
         filters: Mapping[str, Any] | None = None, min_score: float | None = None,
+        prefer_document: str | None = None,
     ) -> SearchResult:
         """The final evidence: at most ``per_file`` chunks per file, ``top_k`` in all, each
         with ``relevance >= min_score`` (defaults from settings). Empty when nothing is
-        relevant. Raises QueryError for a blank question."""
+        relevant. ``prefer_document``: a document id whose chunks are preferred (see
+        :meth:`rank`); its chunks still need the relevance of any other, and other documents
+        keep their places after it. Raises QueryError for a blank question."""
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
         mode = SearchMode(mode)
         cleaned = clean_query(query, self.settings.max_query_chars)
         query_vec = None if mode is SearchMode.SPARSE else self.embed_query(cleaned, _Clock(timings))
-        hits = self.rank(cleaned, mode=mode, filters=filters, timings=timings, query_vec=query_vec)
+        hits = self.rank(cleaned, mode=mode, filters=filters, timings=timings, query_vec=query_vec,
+                         prefer_document=prefer_document)
         top_k = top_k or self.settings.top_k
         per_file = per_file or self.settings.per_file
         min_score = self.settings.min_score if min_score is None else min_score

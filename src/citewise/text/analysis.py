@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import logging
 import unicodedata
+from collections.abc import Callable
 from functools import lru_cache
 
 import regex
@@ -129,6 +130,48 @@ def tokenize(text: str, language: str | None = None, *, stem: bool = True) -> li
                 continue
             tokens.append(_stem(word, kazakh) if stem else word)
     return tokens
+
+
+def identifier_parts(text: str, language: str | None = None) -> dict[str, list[str]]:
+    """``{identifier term: its part terms}`` for each ``snake_case``, ``camelCase`` or
+    ``PascalCase`` identifier of ``text``, analysed as :func:`tokenize` does (``"the default
+    top_k"`` -> ``{"top_k": ["top", "k"]}``). Plain words and dotted paths are left out: a
+    path's last part is what its definition names (``click.edit`` is defined as ``edit``)."""
+    kazakh = (language or detect_language(text)) == "kk"
+    out: dict[str, list[str]] = {}
+    for match in _WORD.finditer(text):
+        raw = match.group()
+        if _HAN.search(raw) or regex.search(r"[.'’]", raw):
+            continue
+        parts = _identifier_parts(raw)
+        if not parts:
+            continue
+        whole = normalize(raw)
+        if whole in ENGLISH_STOP_WORDS or not _WORD.fullmatch(whole):
+            continue
+        terms = [_stem(normalize(p), kazakh) for p in parts]
+        out[_stem(whole, kazakh)] = [t for t in terms
+                                     if t not in ENGLISH_STOP_WORDS and _WORD.fullmatch(t)]
+    return out
+
+
+def without_known_parts(terms: list[str], parts: dict[str, list[str]],
+                        known: Callable[[str], bool]) -> list[str]:
+    """``terms`` (a query's analysed terms, :func:`tokenize`) without the parts of each
+    identifier that ``known`` says the index holds whole: every chunk holding ``top_k`` also
+    holds ``top`` and ``k``, so the parts add no recall, only chunks that say "top" and "k"
+    about something else ("the top ranks ... a larger k"). One occurrence of a part is removed
+    per identifier, so a part the query also says on its own stays. An identifier the index
+    does not hold keeps its parts (they may meet "top k" written apart)."""
+    drop: list[str] = []
+    for whole, its in parts.items():
+        if whole in terms and known(whole):
+            drop.extend(its)
+    out = list(terms)
+    for term in drop:
+        if term in out:
+            out.remove(term)
+    return out
 
 
 def analyze(text: str, language: str | None = None) -> str:

@@ -5,7 +5,10 @@
  *
  * Attributes: data-api (the citewise server; default: where this script came from),
  * data-local-api (tried first on pages served from localhost; default http://127.0.0.1:8765),
- * data-title (the panel's title). The server must list the page's origin in cors_origins.
+ * data-title (the panel's title), data-page (the path sent with each question as the page it
+ * is asked from, so answers prefer the document the page was built from; default: the page's
+ * own location.pathname, read when the question is sent; "off" sends none). The server must
+ * list the page's origin in cors_origins.
  *
  * Everything lives in a Shadow DOM under <citewise-widget>, with its own styles reset at the
  * host, so the page's styles do not reach in and the widget's do not reach out. Text from the
@@ -25,6 +28,9 @@
   var local = (attr("data-local-api") || "http://127.0.0.1:8765").replace(/\/+$/, "");
   var candidates = onLocalhost && local !== remote ? [local, remote] : [remote];
   var title = attr("data-title") || "Ask the docs";
+  var pageAttr = attr("data-page");
+  // the page a question is asked from: read at each question, so a single-page app's route counts
+  function pagePath() { return pageAttr === "off" ? null : (pageAttr || location.pathname); }
   var POS_KEY = "citewise.widget.position";
   var CHAT_KEY = "citewise.widget.chat";
   var VISITOR_KEY = "citewise.widget.visitor";
@@ -388,7 +394,7 @@
     bot.dataset.state = "streaming";
     log.append(bot);
     log.scrollTop = log.scrollHeight;
-    var text = "", ended = false;
+    var text = "", ended = false, preferring = "", page = pagePath();
     busy = true;
     input.disabled = send.disabled = true;
     controller = new AbortController();
@@ -404,7 +410,8 @@
       method: "POST",
       signal: controller.signal,
       headers: { "Content-Type": "application/json", "X-Citewise-Visitor": visitor },
-      body: JSON.stringify({ query: query, conversation_id: conversation, context_hint: location.pathname }),
+      body: JSON.stringify({ query: query, conversation_id: conversation, page: page,
+                             context_hint: page }),
     }).then(function (r) {
       if (!r.ok) {
         return r.json().catch(function () { return {}; }).then(function (b) {
@@ -415,6 +422,11 @@
         if (type === "token") {
           text += d.content;
           render(bot, text, null);
+        } else if (type === "status" && d.stage === "page" && d.message) {
+          // "preferring docs/install.md (the page you are on)": kept under the answer
+          preferring = d.message.charAt(0).toUpperCase() + d.message.slice(1) + ".";
+          bot.replaceChildren(el("p", "progress", preferring));
+          bot.dataset.stage = d.stage;
         } else if (type === "status" && d.stage === "fallback") {
           text = "";  // the text so far is withdrawn; the fallback answer follows
           render(bot, text, null);
@@ -428,6 +440,7 @@
           keepChat(d.conversation_id || conversation);
           bot.dataset.state = "done";
           render(bot, d.answer || "", d.sources || []);
+          if (preferring && d.found) bot.append(el("p", "note page", preferring));
         } else if (type === "interrupt") {
           ended = true;
           bot.dataset.state = "done";

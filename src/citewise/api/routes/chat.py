@@ -13,7 +13,7 @@ from citewise.api.deps import AgentDep, MayWriteDep, ReaderDep, StateDep
 from citewise.api.schemas import ChatRequest, ChatResponse, InterruptPublic, SourcePublic
 from citewise.api.sse import sse_response
 from citewise.chat.agent import Agent, citation_dict
-from citewise.types import DoneEvent, ErrorEvent, InterruptEvent
+from citewise.types import DoneEvent, ErrorEvent, InterruptEvent, ToolCallEvent
 
 router = APIRouter(prefix="/api", tags=["chat"])
 
@@ -30,7 +30,7 @@ def _events(agent: Agent, chat_id: str, body: ChatRequest,  # type: ignore[no-un
     return agent.run(chat_id, body.query, top_k=body.top_k, mode=body.mode,
                      filters=reader.filters(asked), context_hint=body.context_hint,
                      attachment=body.attachment, extractive=body.extractive,
-                     may_write=may_write)
+                     may_write=may_write, page=body.page)
 
 
 @router.post("/chat", responses=_ERRORS)
@@ -47,12 +47,15 @@ def chat(body: ChatRequest, agent: AgentDep, reader: ReaderDep,
             a = event.answer
             out = ChatResponse(
                 answer=a.text, sources=[SourcePublic(**citation_dict(c)) for c in a.citations],
-                conversation_id=chat_id, metrics=a.metrics, found=a.found, mode=a.mode)
+                conversation_id=chat_id, metrics=a.metrics, found=a.found, mode=a.mode,
+                page_document=out.page_document)
         elif isinstance(event, InterruptEvent):
             out.interrupt = InterruptPublic(action=event.action, input=event.input,
                                             resume_token=event.resume_token)
         elif isinstance(event, ErrorEvent):
             out.error = event.message
+        elif isinstance(event, ToolCallEvent) and event.tool == "search":
+            out.page_document = event.input.get("prefer_document")
     return out
 
 
