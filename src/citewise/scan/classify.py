@@ -28,6 +28,7 @@ clause of the type: the scanner cites it with the verdict ``needs review``, neve
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -45,9 +46,9 @@ DEFAULT_THRESHOLD = 0.12
 #: How far below its threshold a type with no calibrated review threshold is still a
 #: possible clause (``needs review``).
 DEFAULT_REVIEW_MARGIN = 0.03
-#: A confident threshold no score reaches (scores are margins in [-2, 2]): the type's clauses
-#: were never found reliably enough on held-apart contracts to be judged without a reader.
-NEVER_CONFIDENT = 2.0
+#: A confident threshold no score reaches: the type's clauses were never found reliably
+#: enough on held-apart contracts to be judged without a reader.
+NEVER_CONFIDENT = math.inf
 #: A unit of at most this many words, once its number label is removed, and without a verb
 #: form that clauses use, is a bare heading ("12. Governing Law.").
 HEADING_WORDS = 8
@@ -190,6 +191,14 @@ class Prototypes:
     thresholds: dict[str, float]
     review_thresholds: dict[str, float] = field(default_factory=dict)
     confident_thresholds: dict[str, float] = field(default_factory=dict)
+    #: the trained part (``benchmarks/train_scan_classifier.py``): logistic-regression weights
+    #: per type, float32, shape (len(labels), dim), and biases, shape (len(labels),); a type
+    #: with ``trained[j]`` False (too few training clauses) keeps the margin alone
+    weights: np.ndarray | None = None
+    bias: np.ndarray | None = None
+    trained: np.ndarray | None = None
+    #: a trained type's score is ``margin_scale * margin + logit``
+    margin_scale: float = 1.0
 
     def extended(self, embedder: Embedder, examples: Mapping[str, Sequence[str]]) -> Prototypes:
         """A copy with the given example texts per type added as prototypes."""
@@ -200,7 +209,8 @@ class Prototypes:
         owner = np.array([self.labels.index(t) for t, _ in texts], dtype=np.int64)
         return Prototypes(self.model, self.labels, np.concatenate([self.vectors, vectors]),
                           np.concatenate([self.owner, owner]), self.thresholds,
-                          self.review_thresholds, self.confident_thresholds)
+                          self.review_thresholds, self.confident_thresholds, self.weights,
+                          self.bias, self.trained, self.margin_scale)
 
 
 def bundled_path(model: str) -> str:
@@ -217,6 +227,8 @@ def load_prototypes(embedder: Embedder) -> Prototypes:
     thresholds: dict[str, float] = {}
     review: dict[str, float] = {}
     confident: dict[str, float] = {}
+    trained: dict[str, np.ndarray] = {}
+    scale = 1.0
     data = resources.files("citewise.scan").joinpath("data", bundled_path(embedder.family))
     if data.is_file():
         with data.open("rb") as fh, np.load(fh, allow_pickle=False) as npz:
@@ -233,7 +245,15 @@ def load_prototypes(embedder: Embedder) -> Prototypes:
                 review = dict(zip(typed, map(float, npz["review_thresholds"]), strict=True))
             if "confident_thresholds" in npz.files:
                 confident = dict(zip(typed, map(float, npz["confident_thresholds"]), strict=True))
-    return Prototypes(embedder.name, labels, vectors, owner, thresholds, review, confident)
+            if "lr_weights" in npz.files:
+                order = [names.index(t) for t in labels]
+                trained = {"weights": npz["lr_weights"].astype(np.float32)[order],
+                           "bias": npz["lr_bias"].astype(np.float32)[order],
+                           "trained": npz["lr_trained"].astype(bool)[order]}
+                scale = float(npz["margin_scale"])
+    return Prototypes(embedder.name, labels, vectors, owner, thresholds, review, confident,
+                      trained.get("weights"), trained.get("bias"), trained.get("trained"),
+                      scale)
 
 
 def _top_mean(sims: np.ndarray, n: int = TOP_N) -> np.ndarray:
@@ -255,7 +275,9 @@ class ClauseClassifier:
 
     def scores(self, vectors: np.ndarray) -> np.ndarray:
         """Type scores of unit vectors: float32, shape (n, len(labels)); column order is
-        ``prototypes.labels``; higher is more typical of the type than of ordinary text."""
+        ``prototypes.labels``; higher is more typical of the type than of ordinary text. A
+        type with trained weights scores ``margin_scale * margin + logit`` (the logit of its
+        logistic regression over the unit's vector), others the margin alone."""
         p = self.prototypes
         sims = vectors @ p.vectors.T
         background = p.owner == -1
@@ -263,6 +285,9 @@ class ClauseClassifier:
         out = np.empty((len(vectors), len(p.labels)), dtype=np.float32)
         for j in range(len(p.labels)):
             out[:, j] = _top_mean(sims[:, p.owner == j]) - base
+        if p.weights is not None and p.bias is not None and p.trained is not None:
+            t = p.trained
+            out[:, t] = p.margin_scale * out[:, t] + vectors @ p.weights[t].T + p.bias[t]
         return out
 
     def threshold(self, clause_type: str) -> float:

@@ -24,6 +24,7 @@ could not decide; ``not found`` when nothing was cited, also for rules that forb
 from __future__ import annotations
 
 import hashlib
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -131,7 +132,9 @@ class Flag:
 
 
 def _round(value: float | None) -> float | None:
-    return None if value is None else round(value, 4)
+    """``value`` to 4 decimals; None for None and for an infinite threshold (no score
+    counts as found)."""
+    return None if value is None or not math.isfinite(value) else round(value, 4)
 
 
 @dataclass(frozen=True)
