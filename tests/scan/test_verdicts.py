@@ -59,9 +59,6 @@ def test_verdicts_on_a_cuad_contract(engine):
     assert law.quote.startswith("15. The validity, construction and performance")
     assert law.decisive_quote == "New York"
     assert text[law.decisive[0]:law.decisive[1]] == "New York"
-    renewal = flags["auto-renewal"]
-    assert (renewal.verdict, renewal.clause_number, renewal.decisive_quote) == (
-        Verdict.COMPLIANT, "11", "one year")
     # the notice period meets the rule, but termination-for-convenience clauses were not
     # found reliably on the calibration contracts: the right clause, cited for review
     notice = flags["termination-for-convenience"]
@@ -73,14 +70,20 @@ def test_verdicts_on_a_cuad_contract(engine):
         f"{notice.score:.3f}; no score finds this type reliably: on held-apart contracts too "
         "few of the passages it found were such clauses); if it is one: states 'thirty (30) "
         "days', within 90 days")
-    # section 13 excludes kinds of damages: a possible cap clause, below the confident score
+    # section 14 needs consent without "not unreasonably withheld", but the finder is unsure
+    assign = flags["assignment"]
+    assert (assign.verdict, assign.clause_number) == (Verdict.NEEDS_REVIEW, "14")
+    assert assign.review_threshold <= assign.score < assign.threshold < NEVER_CONFIDENT
+    assert assign.explanation == (
+        f"the finder is unsure this is an Anti-Assignment clause (score {assign.score:.3f}; "
+        f"below the {assign.threshold:.3f} from which one counts as found); if it is one: none "
+        "of the accepted wordings was found")
+    # section 13 (found with confidence) excludes kinds of damages and states no cap period:
+    # the check cannot compare it with "12 months of fees", so a person must read it
     cap = flags["liability-cap"]
     assert (cap.verdict, cap.clause_number) == (Verdict.NEEDS_REVIEW, "13")
-    assert cap.review_threshold <= cap.score < cap.threshold < NEVER_CONFIDENT
-    assert cap.explanation == (
-        f"the finder is unsure this is a Cap On Liability clause (score {cap.score:.3f}; below "
-        f"the {cap.threshold:.3f} from which one counts as found); if it is one: no period is "
-        "stated in the clause")
+    assert cap.score >= cap.threshold
+    assert cap.explanation == "no period is stated in the clause; read the clause"
     verdicts = {f.verdict for f in flags.values()}
     assert Verdict.NOT_FOUND in verdicts and Verdict.NEEDS_REVIEW in verdicts
     # the JSON gives the verdict's value and its words, with the thresholds it was judged by

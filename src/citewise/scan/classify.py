@@ -14,7 +14,10 @@ and compared with the *prototypes* of every clause type:
 
 The score of unit ``u`` for type ``t`` is ``sim(u, t) - sim(u, background)``, where each
 ``sim`` is the mean of the 3 highest cosine similarities to that group's prototypes: a margin
-in [-2, 2], higher meaning more typical of ``t`` than of ordinary contract text. A unit carries
+in [-2, 2], higher meaning more typical of ``t`` than of ordinary contract text. With the
+bundled ``minilm`` data every type also has a logistic regression over the unit's vector
+(trained on CUAD training contracts by ``benchmarks/train_scan_classifier.py``), and its score
+is ``margin_scale * margin + logit`` (:meth:`ClauseClassifier.scores`). A unit carries
 type ``t`` when its score reaches the type's threshold (calibrated per type on held-apart CUAD
 contracts; :data:`DEFAULT_THRESHOLD` otherwise). A chunk carries the types of its units.
 
