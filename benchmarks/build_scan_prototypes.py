@@ -14,6 +14,9 @@ Prototypes come only from the CUAD ``train`` contracts and thresholds only from 
    verdicts' review and confident thresholds around it (``calibrate_scan_review.py``, which
    recomputes only those two for the shipped prototypes).
 
+It writes the npz anew, without the trained part: run ``train_scan_classifier.py`` after it
+(which recalibrates every threshold for the trained scores).
+
 Usage::
 
     CITEWISE_THREADS=1 python benchmarks/build_scan_prototypes.py ../shared/datasets/cuad
