@@ -198,6 +198,12 @@ class Settings(BaseSettings):
         True, description="When the index holds several languages, prefer chunks in the "
         "question's language (falling back to the others when none is relevant).",
     )
+    dense_language_gate: bool = Field(
+        True, description="Search a question by BM25 alone when the embedding model was not "
+        "trained on its language (minilm: English only; use: en ru zh ja ko ar; e5: all), "
+        "falling back to the hybrid search when BM25 finds nothing. Measured: minilm fused "
+        "with BM25 scores 0.33 nDCG@10 below BM25 alone on XQuAD-ru (docs/benchmarks.md).",
+    )
     top_k: int = Field(5, ge=1, le=100)
     per_file: int = Field(1, ge=1, description="At most this many chunks per file in the top_k.")
     min_score: float = Field(
@@ -223,7 +229,9 @@ class Settings(BaseSettings):
         "evidence_per_file per file); their sentences compete for the top_k passages.",
     )
     evidence_per_file: int = Field(
-        3, ge=1, description="At most this many chunks per file in the evidence pool.",
+        5, ge=1, description="At most this many chunks per file in the evidence pool (5: a "
+        "settings table and the section explaining one setting can both come from one file; "
+        "3 before, see docs/benchmarks.md, Fourth round).",
     )
     evidence_tokens: int = Field(
         220, ge=40,
@@ -314,7 +322,8 @@ class Settings(BaseSettings):
     )
     max_upload_mb: float = Field(50.0, gt=0, description="Largest uploaded file, in MiB.")
     upload_types: list[str] = Field(
-        default_factory=lambda: [".pdf", ".docx", ".html", ".htm", ".md", ".markdown", ".rst",
+        default_factory=lambda: [".pdf", ".docx", ".xlsx", ".xlsm", ".pptx", ".epub", ".eml",
+                                 ".html", ".htm", ".md", ".markdown", ".rst",
                                  ".txt", ".text", ".csv", ".json", ".py", ".js", ".ts", ".java",
                                  ".go", ".rs", ".c", ".cpp", ".h"],
         description="File name suffixes accepted by uploads.",

@@ -220,7 +220,8 @@ class Engine:
     def ask_stream(self, question: str, *, top_k: int | None = None, extractive: bool = False,
                    history: Sequence[tuple[str, str]] = (),
                    mode: SearchMode | str = SearchMode.HYBRID,
-                   filters: Mapping[str, Any] | None = None) -> Iterator[Event]:
+                   filters: Mapping[str, Any] | None = None,
+                   instructions: str = "") -> Iterator[Event]:
         """Yields status events, answer tokens, then one DoneEvent (see DESIGN.md, Events).
 
         Each status comes before the slow step it names: "searching the documents" (stage
@@ -231,7 +232,8 @@ class Engine:
         sentences" (``answer``). An empty index gives only the DoneEvent. The LLM is used
         unless ``extractive`` or the provider is ``none``; no LLM call is made when retrieval
         finds no evidence above ``min_score`` or no sentence answers (``abstain``). ``history`` is the earlier (question, answer) turns, oldest first.
-        ``filters`` narrow the search (the store's ``document_ids`` and ``path_prefix``).
+        ``filters`` narrow the search (the store's ``document_ids`` and ``path_prefix``);
+        ``instructions`` are appended to the LLM's rules (an OpenAI client's system message).
         Raises QueryError for a blank question, EmbeddingMismatchError or
         AnalyzerMismatchError for an index built otherwise; a provider that cannot be opened
         or fails gives the extractive answer (a ``fallback`` status), not an error.
@@ -249,7 +251,7 @@ class Engine:
         result = yield from self.search_stream(question, mode=mode, top_k=top_k,
                                                filters=filters)
         yield from self.answer_stream(question, result, extractive=extractive, history=history,
-                                      filters=filters, top_k=top_k)
+                                      filters=filters, top_k=top_k, instructions=instructions)
 
     def search_stream(self, query: str, *, mode: SearchMode | str = SearchMode.HYBRID,
                       top_k: int | None = None, filters: Mapping[str, Any] | None = None,
@@ -284,7 +286,8 @@ class Engine:
                       history: Sequence[tuple[str, str]] = (),
                       filters: Mapping[str, Any] | None = None,
                       top_k: int | None = None,
-                      prefer_document: str | None = None) -> Iterator[Event]:
+                      prefer_document: str | None = None,
+                      instructions: str = "") -> Iterator[Event]:
         """Yields the answer to ``question`` from a finished search (:meth:`search_evidence`):
         :meth:`AnswerService.stream <citewise.answer.service.AnswerService.stream>` (the
         ``read`` status, status and token events, one DoneEvent; declined questions get the
@@ -292,7 +295,7 @@ class Engine:
         as its chunks were in the search. Raises QueryError for a blank question."""
         return self.answers.stream(question, result, extractive=extractive, history=history,
                                    filters=filters, top_k=top_k,
-                                   prefer_document=prefer_document)
+                                   prefer_document=prefer_document, instructions=instructions)
 
     def ask(self, question: str, *, top_k: int | None = None, extractive: bool = False,
             history: Sequence[tuple[str, str]] = ()) -> Answer:

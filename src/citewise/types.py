@@ -201,10 +201,12 @@ class Citation:
     def page_text(self) -> str | None:
         """``p. 5``, or ``p. 3 (PDF page 5)`` when the printed label differs from the 1-based
         physical page; ``pp. 1-2`` (``pp. 2-3 (PDF pages 4-5)``) for a part over a page
-        break; None without a page."""
+        break; ``slide 3`` (``slides 3-4``) for a presentation; None without a page."""
         if self.page is None:
             return None
         end = self.page_end if self.page_end is not None and self.page_end > self.page else None
+        if self.format == "pptx":  # a presentation's pages are its slides
+            return f"slides {self.page}-{end}" if end else f"slide {self.page}"
         label = self.page_label if self.page_label and self.page_label != str(self.page) else None
         if end is None:
             return f"p. {label} (PDF page {self.page})" if label else f"p. {self.page}"
@@ -216,7 +218,8 @@ class Citation:
     @property
     def location(self) -> str:
         """For display: ``path`` (with the other files holding the same text, if any), then
-        the page (:attr:`page_text`) or ``lines A-B``, the
+        the page (:attr:`page_text`) or ``lines A-B`` (a spreadsheet's ``row N`` or
+        ``rows A-B``, its section being the sheet), the
         symbol and the section path, joined by ", "; source code reads ``path:A-B, symbol``
         (as editors and compilers print locations)."""
         if self.format == "code" and self.line_start is not None:
@@ -226,6 +229,10 @@ class Citation:
                               if self.also_in else "")]
         if self.page_text is not None:
             parts.append(self.page_text)
+        elif self.line_start is not None and self.format == "xlsx":  # a sheet's rows
+            end = self.line_end or self.line_start
+            parts.append(f"row {end}" if end == self.line_start
+                         else f"rows {self.line_start}-{end}")
         elif self.line_start is not None:
             parts.append(f"lines {self.line_start}-{self.line_end or self.line_start}")
         if self.symbol:

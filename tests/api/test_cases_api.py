@@ -31,7 +31,8 @@ def test_c24_blank_query_is_422_and_loads_no_model(make_app, docs_dir, query):
                                           "documents", "code": "QueryError"}
         r = c.post("/v1/chat/completions",
                    json={"model": "citewise", "messages": [{"role": "user", "content": query}]})
-        assert r.status_code == 422
+        assert r.status_code == 400  # OpenAI's status and shape for a bad request
+        assert r.json()["error"]["code"] == "query_error"
         assert c.get("/api/chats").json()["count"] == 0
     assert engine.loaded() == {"embedder": False, "reranker": False, "llm": False}
 

@@ -33,7 +33,7 @@ def test_openai_client_against_the_running_server(make_app, docs_dir):
             {"role": "assistant", "content": "24 months [1]."},
             {"role": "user", "content": "and what about batteries?"}])
         assert follow.model_extra["sources"][0]["path"] == "data/warranty.md"
-        with pytest.raises(openai.UnprocessableEntityError):  # 422: last message not the user's
+        with pytest.raises(openai.BadRequestError):  # 400: last message not the user's
             client.chat.completions.create(model="citewise", messages=[
                 {"role": "assistant", "content": "hi"}])
 

@@ -25,4 +25,5 @@ def test_no_server_errors_on_generated_requests(make_app, docs_dir):
 
         no_5xx()
         checked.append(f"{operation.method.upper()} {operation.path}")
-    assert len(checked) == 22 and "POST /api/scan" in checked
+    assert len(checked) == 23 and "POST /api/scan" in checked
+    assert "GET /v1/models/{model}" in checked

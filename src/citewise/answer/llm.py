@@ -229,8 +229,10 @@ class LLMAnswerer:
     def __init__(self, provider: ChatProvider, fallback: Fallback, *,
                  count_tokens: Callable[[str], int], context_tokens: int = 2400,
                  max_tokens: int = 400, temperature: float = 0.0,
-                 support_threshold: float = 0.5, max_sentences: int = 4) -> None:
+                 support_threshold: float = 0.5, max_sentences: int = 4,
+                 instructions: str = "") -> None:
         self.provider = provider
+        self.instructions = instructions
         self.fallback = fallback
         self.count_tokens = count_tokens
         self.context_tokens = context_tokens
@@ -251,6 +253,7 @@ class LLMAnswerer:
             messages = build_messages(
                 question, evidence, history, budget_tokens=self.context_tokens,
                 count_tokens=self.count_tokens, max_sentences=self.max_sentences,
+                instructions=self.instructions,
             )
         given = list(evidence)
         yield StatusEvent(f"writing the answer with {self.provider.name} ({self.provider.model})",

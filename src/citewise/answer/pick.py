@@ -79,8 +79,9 @@ class PickAnswerer:
                  style: PickStyle = "pick", count_tokens: Callable[[str], int],
                  context_tokens: int = 1200, max_tokens: int = 400, temperature: float = 0.0,
                  support_threshold: float = 0.5, max_sentences: int = 4,
-                 max_picked: int = 3) -> None:
+                 max_picked: int = 3, instructions: str = "") -> None:
         self.provider = provider
+        self.instructions = instructions
         self.fallback = fallback
         self.style = style
         self.count_tokens = count_tokens
@@ -90,7 +91,7 @@ class PickAnswerer:
                                   context_tokens=context_tokens, max_tokens=max_tokens,
                                   temperature=temperature,
                                   support_threshold=support_threshold,
-                                  max_sentences=max_sentences)
+                                  max_sentences=max_sentences, instructions=instructions)
 
     def stream(self, question: str, evidence: Sequence[Evidence],
                history: Sequence[tuple[str, str]] = ()) -> Iterator[Event]:
@@ -98,7 +99,8 @@ class PickAnswerer:
         DoneEvent's metrics add ``pick_ms`` (the picking call) and ``picked`` (how many)."""
         given = list(evidence)
         messages = pick_messages(question, given, history, budget_tokens=self.context_tokens,
-                                 count_tokens=self.count_tokens)
+                                 count_tokens=self.count_tokens,
+                                 instructions=self.instructions)
         yield StatusEvent(f"choosing the evidence with {self.provider.name} "
                           f"({self.provider.model})", stage="pick")
         t0 = time.perf_counter()

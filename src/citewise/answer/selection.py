@@ -103,11 +103,16 @@ class Scored:
     answer_coverage: float = 0.0
 
 
-def _table_rows(text: str) -> tuple[list[str], list[tuple[int, str]]] | None:
-    """(header cells, [(offset, row line)]) when the chunk is a pipe table with a header."""
-    lines, pos = [], 0
+def _table_rows(text: str, headings: frozenset[str] = frozenset()
+                ) -> tuple[list[str], list[tuple[int, str]]] | None:
+    """(header cells, [(offset, row line)]) when the chunk is a pipe table with a header,
+    possibly after lines that are among ``headings`` (casefolded: the heading a table is
+    chunked with, a slide's title)."""
+    lines: list[tuple[int, str]] = []
+    pos = 0
     for line in text.split("\n"):
-        if line.strip():
+        if line.strip() and (lines or " | " in line
+                             or " ".join(line.split()).casefold() not in headings):
             lines.append((pos, line))
         pos += len(line) + 1
     if len(lines) < 2 or " | " not in lines[0][1]:
@@ -142,7 +147,8 @@ def candidates(evidence: Evidence, index: int) -> list[Candidate]:
     doc = evidence.hit.document
     if evidence.chunk.symbol or (doc is not None and doc.format == "code"):
         return _code_windows(text, index)
-    table = _table_rows(text)
+    headings = {" ".join(h.split()).casefold() for h in evidence.chunk.section}
+    table = _table_rows(text, frozenset(headings))
     if table is not None:
         header, rows = table
         out = []
@@ -152,7 +158,6 @@ def candidates(evidence: Evidence, index: int) -> list[Candidate]:
                      if len(cells) == len(header) else row)
             out.append(Candidate(index, shown, pos, pos + len(row), "row"))
         return out
-    headings = {" ".join(h.split()).casefold() for h in evidence.chunk.section}
     if doc is not None:
         headings.add(" ".join(doc.title.split()).casefold())
     out, pos = [], 0
@@ -194,7 +199,7 @@ def rank_candidates(question: str, evidence: Sequence[Evidence], embedder: Embed
                     document_idf: dict[str, dict[str, float]] | None = None,
                     max_embedded: int = 64,
                     known_identifiers: frozenset[str] = frozenset(),
-                    prefer_document: str | None = None) -> list[Scored]:
+                    prefer_document: str | None = None, dense: bool = True) -> list[Scored]:
     """Every candidate of ``evidence`` (best first) scored against ``question``.
 
     ``idf`` is the collection IDF of the question's terms and ``document_idf`` their IDF
@@ -206,8 +211,10 @@ def rank_candidates(question: str, evidence: Sequence[Evidence], embedder: Embed
     ``known_identifiers`` (analysed terms the index holds whole, such as ``top_k``) do not
     count toward ``coverage`` (:func:`~citewise.text.analysis.without_known_parts`). A
     candidate of ``prefer_document`` (a document id: the page the question is asked from) has
-    a positive score multiplied by :data:`~citewise.retrieve.page.PAGE_PRIOR`. Returns []
-    when there are no candidates.
+    a positive score multiplied by :data:`~citewise.retrieve.page.PAGE_PRIOR`. With
+    ``dense=False`` (the embedding model does not know the question's language,
+    :meth:`~citewise.retrieve.retriever.Retriever.dense_models`) nothing is embedded and
+    ``coverage`` stands in for the cosine. Returns [] when there are no candidates.
     """
     language = detect_language(question)
     focus = question_clause(question)
@@ -238,7 +245,9 @@ def rank_candidates(question: str, evidence: Sequence[Evidence], embedder: Embed
     lexical = [0.4 * cov + 0.05 / (c.index + 1) for c, cov in zip(pool, coverage, strict=True)]
     order = sorted(range(len(pool)), key=lambda i: -lexical[i])[:max_embedded]
     cosine = np.zeros(len(pool), dtype=np.float32)
-    if order:
+    if not dense:
+        cosine[:] = coverage
+    elif order:
         vectors = embedder.embed_documents([_in_context(pool[i], evidence) for i in order])
         cosine[order] = vectors @ embedder.embed_query(focus)
     penalise = not _ASKS_FOR_CODE.search(question)
@@ -376,6 +385,12 @@ def _narrow(ev: Evidence, start: int, end: int, n: int, shown: str | None = None
         # the chunk's, as the window's first line is not known
         at, stop = found
         char_start = chunk.char_end - (tail + len(last_line)) + at
+        if (row and whole and line_start is not None and line_end is not None
+                and src.count("\n", 0, len(src.rstrip())) == line_end - line_start):
+            # a table whose header row is not in the document text (CSV, a spreadsheet's
+            # rows), one line per row with no line dropped: a row's line (a sheet's row
+            # number) counts from the block's first
+            first = line_start + src.count("\n", 0, at)
     else:
         found = None
     if found is not None:

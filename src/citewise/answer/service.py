@@ -35,6 +35,7 @@ from citewise.errors import CitewiseError
 from citewise.retrieve.retriever import Retriever, SearchResult, clean_query
 from citewise.store.base import Store
 from citewise.text.analysis import identifier_parts, tokenize
+from citewise.text.language import detect_language
 from citewise.types import Answer, DoneEvent, Event, Evidence, StatusEvent
 
 log = logging.getLogger(__name__)
@@ -117,6 +118,8 @@ class AnswerService:
         reading.ranked = rank_candidates(question, evidence, self.embedder, idf=reading.idf,
                                          document_idf=reading.document_idf,
                                          known_identifiers=known,
+                                         dense=self.retriever.dense_models(
+                                             detect_language(question)),
                                          prefer_document=prefer_document)
         reading.timings_ms["sentences_ms"] = (time.perf_counter() - t0) * 1000
         if not reading.ranked or (s.abstain and not answerable(reading.ranked, question)):
@@ -132,7 +135,8 @@ class AnswerService:
                history: Sequence[tuple[str, str]] = (),
                filters: Mapping[str, Any] | None = None,
                top_k: int | None = None,
-               prefer_document: str | None = None) -> Iterator[Event]:
+               prefer_document: str | None = None,
+               instructions: str = "") -> Iterator[Event]:
         """Yields the answer to ``question`` from a finished search: the ``read`` status with
         the real passage and file counts, then status and token events, then one DoneEvent (no
         hits: the DoneEvent alone). A declined question (:meth:`read`) gets the not-found
@@ -140,7 +144,9 @@ class AnswerService:
         ``none`` (``answer_style``: write, pick or pick-write; pick needs sentence evidence);
         a provider that cannot be opened gives the extractive answer with a ``fallback``
         status. ``history`` is the earlier (question, answer) turns, oldest first;
-        ``prefer_document`` as in :meth:`read`. Raises QueryError for a blank question."""
+        ``prefer_document`` as in :meth:`read`; ``instructions`` (a client's own system
+        message) are appended to the LLM's rules, never replacing them (the extractive answer
+        has no prompt to give them to). Raises QueryError for a blank question."""
         s = self.settings
         question = clean_query(question, s.max_query_chars)
         if not result.hits:
@@ -177,7 +183,7 @@ class AnswerService:
             else:
                 if provider is not None:
                     events = self._llm_events(provider, extractive_events, question, evidence,
-                                              history, sentences)
+                                              history, sentences, instructions)
         for event in events:
             if isinstance(event, DoneEvent):
                 event = DoneEvent(replace(event.answer, metrics={**reading.timings_ms,
@@ -186,13 +192,14 @@ class AnswerService:
 
     def _llm_events(self, provider: ChatProvider, fallback: Callable[[], Iterator[Event]],
                     question: str, evidence: Sequence[Evidence],
-                    history: Sequence[tuple[str, str]], sentences: bool) -> Iterator[Event]:
+                    history: Sequence[tuple[str, str]], sentences: bool,
+                    instructions: str = "") -> Iterator[Event]:
         s = self.settings
         turns = history[-s.history_turns:] if s.history_turns else ()
         common: dict[str, Any] = {
             "count_tokens": self.embedder.count_tokens, "context_tokens": s.context_tokens,
             "max_tokens": s.llm_max_tokens, "temperature": s.llm_temperature,
-            "support_threshold": s.support_threshold}
+            "support_threshold": s.support_threshold, "instructions": instructions}
         style = s.answer_style
         if style == "auto":  # the small bundled model answers better when it picks first
             style = "pick-write" if s.llm_provider.strip().lower() == "local" else "write"

@@ -5,9 +5,10 @@ load lazily, on first use), mounts one router per resource, allows the CORS orig
 ``settings.cors_origins`` (pages of other sites may only do what the widget needs:
 :mod:`citewise.api.origins`), limits every request body to ``max_upload_mb`` (counted as it
 arrives, :mod:`citewise.api.limits`), and translates citewise errors to HTTP statuses in one
-handler (:data:`STATUS`; the error tree is drawn in :mod:`citewise.errors`). Responses of
-errors are ``{"detail": message, "code": error class}``. The OpenAPI schema is at ``/openapi.json``,
-its pages at ``/docs``; the chat UI is at ``/`` and the embeddable widget at ``/widget.js``
+handler (:mod:`citewise.api.errors`, :data:`STATUS`; the error tree is drawn in
+:mod:`citewise.errors`). Responses of errors are ``{"detail": message, "code": error class}``,
+and OpenAI's ``{"error": {"message", "type", "param", "code"}}`` under ``/v1``. The OpenAPI
+schema is at ``/openapi.json``, its pages at ``/docs``; the chat UI is at ``/`` and the embeddable widget at ``/widget.js``
 (:mod:`citewise.api.routes.web`). The MCP server's streamable HTTP transport is at ``/mcp``
 (:mod:`citewise.api.mcp_server`).
 """
@@ -18,14 +19,23 @@ import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI
+from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
-from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
 from starlette.routing import Route
 
 from citewise import __version__
 from citewise.api.auth import VISITOR_HEADER
 from citewise.api.deps import AppState
+from citewise.api.errors import (
+    STATUS,
+    body_too_large,
+    citewise_error,
+    http_error,
+    status_for,
+    validation_error,
+)
 from citewise.api.limits import BodyLimit, BodyTooLarge
 from citewise.api.mcp_server import McpEndpoint
 from citewise.api.origins import CrossOriginGuard
@@ -35,54 +45,7 @@ from citewise.chat.agent import Agent
 from citewise.chat.sessions import SessionStore
 from citewise.config import Settings
 from citewise.engine import Engine
-from citewise.errors import (
-    CitewiseError,
-    ConfigError,
-    DocumentError,
-    IndexError_,
-    ModelError,
-    NotFoundError,
-    ProviderError,
-    QueryError,
-    QueryTooLongError,
-    UploadConflictError,
-    UploadError,
-    UploadTooLargeError,
-)
-
-#: HTTP status per error class; the most specific class listed wins.
-STATUS: dict[type[CitewiseError], int] = {
-    QueryTooLongError: 413,
-    UploadTooLargeError: 413,
-    UploadConflictError: 409,
-    QueryError: 422,
-    NotFoundError: 404,
-    UploadError: 400,
-    DocumentError: 422,
-    IndexError_: 409,
-    ProviderError: 502,
-    ConfigError: 503,
-    ModelError: 503,
-}
-
-
-def status_for(err: CitewiseError) -> int:
-    for cls in type(err).__mro__:
-        if cls in STATUS:
-            return STATUS[cls]
-    return 500
-
-
-async def _citewise_error(request: Request, err: Exception) -> JSONResponse:
-    assert isinstance(err, CitewiseError)
-    return JSONResponse({"detail": str(err), "code": type(err).__name__},
-                        status_code=status_for(err))
-
-
-async def _body_too_large(request: Request, err: Exception) -> JSONResponse:
-    assert isinstance(err, BodyTooLarge)
-    return JSONResponse({"detail": err.detail, "code": "UploadTooLargeError"}, status_code=413,
-                        headers={"Connection": "close"})
+from citewise.errors import CitewiseError
 
 
 def create_app(settings: Settings, engine: Engine | None = None) -> FastAPI:
@@ -114,8 +77,10 @@ def create_app(settings: Settings, engine: Engine | None = None) -> FastAPI:
                            allow_headers=["Authorization", "Content-Type", "X-API-Key",
                                           VISITOR_HEADER],
                            expose_headers=["X-Conversation-Id"])
-    app.add_exception_handler(CitewiseError, _citewise_error)
-    app.add_exception_handler(BodyTooLarge, _body_too_large)
+    app.add_exception_handler(CitewiseError, citewise_error)
+    app.add_exception_handler(BodyTooLarge, body_too_large)
+    app.add_exception_handler(HTTPException, http_error)
+    app.add_exception_handler(RequestValidationError, validation_error)
     for module in (health, chat, chats, sources, documents, scan, openai, web):
         app.include_router(module.router)
     app.mount("/static", web.static_files(), name="static")

@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 from urllib.parse import urlsplit
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from citewise.api.auth import is_loopback
+from citewise.api.errors import is_openai_path
 
 #: (method, path pattern) a cross-origin request may use.
 WIDGET_ROUTES: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -58,8 +60,9 @@ def widget_may(method: str, path: str) -> bool:
 
 
 class CrossOriginGuard:
-    """ASGI middleware: 403 ``{"detail", "code": "CrossOriginRefused"}`` for a cross-origin
-    request outside :data:`WIDGET_ROUTES` (preflights are left to the CORS middleware)."""
+    """ASGI middleware: 403 ``{"detail", "code": "CrossOriginRefused"}`` (OpenAI's error
+    shape under ``/v1``) for a cross-origin request outside :data:`WIDGET_ROUTES` (preflights
+    are left to the CORS middleware)."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -75,13 +78,16 @@ class CrossOriginGuard:
                 widget_may(method, path):
             await self.app(scope, receive, send)
             return
-        body = json.dumps({
-            "detail": f"{method} {path} is not available to pages of other sites (Origin "
-                      f"{origin[:100]}): from another site only the widget's requests are "
-                      "(GET /api/health, POST /api/chat and /api/chat/stream, GET "
-                      "/api/chats/{id}); call it from the server's own pages, or from a "
-                      "server or the command line (admin requests with CITEWISE_API_KEY)",
-            "code": "CrossOriginRefused"}).encode()
+        detail = (f"{method} {path} is not available to pages of other sites (Origin "
+                  f"{origin[:100]}): from another site only the widget's requests are "
+                  "(GET /api/health, POST /api/chat and /api/chat/stream, GET "
+                  "/api/chats/{id}); call it from the server's own pages, or from a "
+                  "server or the command line (admin requests with CITEWISE_API_KEY)")
+        shaped: dict[str, Any] = {"detail": detail, "code": "CrossOriginRefused"}
+        if is_openai_path(path):  # OpenAI's error shape under /v1
+            shaped = {"error": {"message": detail, "type": "invalid_request_error",
+                                "param": None, "code": "cross_origin_refused"}}
+        body = json.dumps(shaped).encode()
         await send({"type": "http.response.start", "status": 403,
                     "headers": [(b"content-type", b"application/json"),
                                 (b"content-length", str(len(body)).encode())]})

@@ -292,6 +292,13 @@ class OpenAIMessage(BaseModel):
         return self.content or ""
 
 
+class OpenAIStreamOptions(BaseModel):
+    """``include_usage``: a last chunk before ``[DONE]`` with no choices and the ``usage``."""
+
+    model_config = ConfigDict(extra="ignore")
+    include_usage: bool = False
+
+
 class OpenAIChatRequest(BaseModel):
     """The part of OpenAI's chat completion request citewise uses; other fields are
     accepted and ignored."""
@@ -300,3 +307,18 @@ class OpenAIChatRequest(BaseModel):
     model: str = Field(max_length=200)
     messages: list[OpenAIMessage] = Field(min_length=1, max_length=500)
     stream: bool = False
+    stream_options: OpenAIStreamOptions | None = None
+
+
+class OpenAIModel(BaseModel):
+    """A model as OpenAI's ``/v1/models`` lists it."""
+
+    id: str
+    object: Literal["model"] = "model"
+    created: int = 0
+    owned_by: str = "citewise"
+
+
+class OpenAIModels(BaseModel):
+    object: Literal["list"] = "list"
+    data: list[OpenAIModel]

@@ -277,7 +277,8 @@ class Agent:
     # --- tools ----------------------------------------------------------------------------
     def _search(self, query: str, history: Sequence[Turn], *, top_k: int | None,
                 mode: SearchMode | str, filters: Mapping[str, Any] | None,
-                extractive: bool, page: str | None = None) -> EventStream:
+                extractive: bool, page: str | None = None,
+                instructions: str = "") -> EventStream:
         engine = self.engine
         k = top_k or self.settings.top_k
         preferred = engine.page_document(page, filters) if page else None
@@ -298,7 +299,8 @@ class Agent:
                                                  prefer_document=prefer)
         yield ToolResultEvent("search", {"hits": [_hit_dict(h) for h in result.hits]})
         yield from engine.answer_stream(query, result, extractive=extractive, history=history,
-                                        filters=filters, top_k=top_k, prefer_document=prefer)
+                                        filters=filters, top_k=top_k, prefer_document=prefer,
+                                        instructions=instructions)
 
     def _answer_from_history(self, query: str, history: History,
                              provider: ChatProvider) -> EventStream:
@@ -451,10 +453,12 @@ class Agent:
 
     # --- without a session (the OpenAI-compatible endpoint) -------------------------------
     def stateless(self, query: str, turns: Sequence[Turn], *, top_k: int | None = None,
-                  filters: Mapping[str, Any] | None = None) -> Iterator[Event]:
+                  filters: Mapping[str, Any] | None = None,
+                  instructions: str = "") -> Iterator[Event]:
         """An answer to ``query`` after the client-held ``turns``: small talk at once, a
         follow-up rewritten by the rule, otherwise search (narrowed by ``filters``, such as
-        the caller's readable ``collections``) and answer. Nothing is saved."""
+        the caller's readable ``collections``) and answer, the LLM given ``instructions``
+        after its own rules (an OpenAI client's system message). Nothing is saved."""
         validate_query(query, self.settings)
         reply = small_talk_reply(classify(query))
         if reply is None and not any(ch.isalnum() for ch in query):
@@ -468,7 +472,7 @@ class Agent:
             query = rewrite_follow_up(query, last)
         keep = turns[-self.settings.history_turns:] if self.settings.history_turns else ()
         yield from self._search(query, keep, top_k=top_k, mode=SearchMode.HYBRID,
-                                filters=filters, extractive=False)
+                                filters=filters, extractive=False, instructions=instructions)
 
 
 __all__ = ["NOT_A_QUESTION", "SCAN_UNAVAILABLE", "Agent", "citation_dict", "validate_query"]

@@ -82,9 +82,19 @@ class Embedder(abc.ABC):
     #: Cosine similarities typical of (unrelated, clearly relevant) query-passage pairs for
     #: this model, used to rescale cosine to [0, 1] for the "not found" decision.
     cosine_range: tuple[float, float] = (0.1, 0.6)
+    #: The languages (ISO 639-1 codes of :data:`citewise.text.language.LANGUAGE_NAMES`) the
+    #: model was trained to embed, None for all or unknown (a local model folder). A question
+    #: in another language is searched by BM25 alone (:meth:`models_language`).
+    languages: frozenset[str] | None = None
 
     def __init__(self, batch_size: int = 32) -> None:
         self.batch_size = batch_size
+
+    def models_language(self, language: str) -> bool:
+        """Whether a text detected as ``language`` is embedded meaningfully: the model's
+        :attr:`languages` hold it, it has none listed, or the language is undetermined
+        (``""``: a bare identifier, a Latin-script text with no English function word)."""
+        return self.languages is None or not language or language in self.languages
 
     @property
     def family(self) -> str:
@@ -289,6 +299,9 @@ class MiniLMEmbedder(OnnxEmbedder):
     ``precision`` :func:`choose_precision` picks (``auto``: int8 on CPUs with VNNI)."""
 
     family = "minilm"
+    #: English only (MTEB nDCG@10 on XQuAD-ru 0.216; docs/benchmarks.md: fused with BM25 it
+    #: costs 0.33 nDCG@10 on XQuAD-ru and 0.16 on XQuAD-zh against BM25 alone).
+    languages = frozenset({"en"})
 
     def __init__(self, threads: int = 2, batch_size: int = 32, precision: str = "auto"):
         self.precision = choose_precision(precision)
@@ -303,6 +316,10 @@ class USEEmbedder(Embedder):
     dim = 512
     max_tokens = 2048
     cosine_range = (0.15, 0.6)
+    #: The detector's languages among its 16 training languages (ar, zh, nl, en, fr, de, it,
+    #: ja, ko, pl, pt, es, th, tr, ru; Yang et al. 2019): no Kazakh (dense recall@6 0.47 on
+    #: Kazakh legal QA against BM25's 0.86, docs/benchmarks.md), Greek or Hebrew.
+    languages = frozenset({"en", "ru", "zh", "ja", "ko", "ar"})
 
     def __init__(self, threads: int = 2, batch_size: int = 32):
         super().__init__(batch_size)

@@ -253,8 +253,10 @@ class Retriever:
         when the caller already has it. ``prefer_document`` (a document id: the page the
         question is asked from, :mod:`citewise.retrieve.page`) adds that document's best
         chunks to the candidates (:meth:`_with_document`) and ranks them first when they are
-        nearly as relevant as the best (:func:`prefer_document_hits`). Raises QueryError for a blank question or
-        a malformed filter (the message names it).
+        nearly as relevant as the best (:func:`prefer_document_hits`). A hybrid search of a
+        question in a language the embedding model was not trained on is ranked by BM25
+        alone (:meth:`dense_models`; hybrid again when BM25 finds nothing). Raises QueryError
+        for a blank question or a malformed filter (the message names it).
         """
         mode = SearchMode(mode)
         clock = _Clock(timings if timings is not None else {})
@@ -266,6 +268,9 @@ class Retriever:
                 raise QueryError(str(err)) from None
         language = detect_language(query)
         terms = self.query_terms(query, language)
+        gated = mode is SearchMode.HYBRID and not self.dense_models(language)
+        if gated:  # BM25 alone; the hybrid search only when it finds nothing
+            mode = SearchMode.SPARSE
         if mode is SearchMode.SPARSE:
             query_vec = None
         elif query_vec is None:
@@ -278,6 +283,10 @@ class Retriever:
                                               {**(filters or {}), "language": routed}, clock)
                 seen = {h.chunk_id for h in preferred}
                 hits = preferred + [h for h in hits if h.chunk_id not in seen]
+            if gated and not hits:  # no term matched: the dense leg may still (another script)
+                mode = SearchMode.HYBRID
+                query_vec = self.embed_query(query, clock)
+                hits = self._search_legs(mode, query_vec, terms, k, filters, clock)
             if prefer_document is not None:
                 hits = self._with_document(hits, prefer_document, mode, query_vec, terms,
                                            filters, clock)
@@ -325,6 +334,20 @@ class Retriever:
             return terms
         _, df = self.store.term_document_frequencies(list(parts))
         return without_known_parts(terms, parts, lambda t: df.get(t, 0) > 0)
+
+    def dense_models(self, language: str) -> bool:
+        """Whether a hybrid search of a question in ``language`` uses the dense leg: the
+        embedding model was trained on the language
+        (:meth:`~citewise.embed.Embedder.models_language`), ``dense_language_gate`` is off,
+        or less than :data:`ROUTING_MIN_SHARE` of the index is in that language (a
+        cross-language question, which BM25 alone cannot answer). Else BM25 ranks alone: an
+        English-only model fused with BM25 lowered nDCG@10 on XQuAD-ru from 0.950 (BM25) to
+        0.622, and ``use`` lowered Kazakh legal QA from 0.780 to 0.571 (docs/benchmarks.md,
+        Languages)."""
+        if not self.settings.dense_language_gate or self.embedder.models_language(language):
+            return True
+        counts = self.store.languages()
+        return counts.get(language, 0) < ROUTING_MIN_SHARE * sum(counts.values())
 
     def reranks(self, language: str) -> bool:
         """Whether a question detected as ``language`` is reranked: a reranker is loaded and

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -122,10 +122,14 @@ def _load_builtins() -> None:
     from citewise.ingest.parsers import (  # noqa: F401  (registration side effect)
         code,
         docx,
+        eml,
+        epub,
         html,
         markdown,
         pdf,
+        pptx,
         text,
+        xlsx,
     )
 
 
@@ -155,6 +159,23 @@ class TextBuilder:
         self._pos += len(text)
         self.blocks.append(block)
         return block
+
+    def extend(self, blocks: Iterable[Block], section: tuple[str, ...] = (),
+               page: int | None = None) -> None:
+        """Append copies of ``blocks`` (parsed elsewhere: an e-mail's attachment, an e-book's
+        chapter) with ``section`` put before each one's own section path (unless that path
+        already starts with it) and, when given, ``page`` for blocks without one; offsets,
+        including ``page_starts``, are moved to this builder's text."""
+        for b in blocks:
+            path = b.section if b.section[:len(section)] == section else (*section, *b.section)
+            added = self.add(b.kind, b.text, section=path,
+                             page=b.page if b.page is not None else page,
+                             line_start=b.line_start, line_end=b.line_end, header=b.header,
+                             symbol=b.symbol, level=b.level)
+            if added is not None and b.page_starts:
+                shift = added.start - b.start - (len(b.text) - len(b.text.lstrip()))
+                self.blocks[-1] = replace(added, page_starts=tuple(
+                    (offset + shift, number) for offset, number in b.page_starts))
 
     def build(self, format: str, **fields: Any) -> ParsedDocument:
         return ParsedDocument(

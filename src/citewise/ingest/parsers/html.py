@@ -30,9 +30,9 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 from citewise.errors import EmptyDocumentError, UnsupportedFormatError
 from citewise.ingest.parsers.base import TextBuilder, register
 from citewise.ingest.parsers.text import clean_text, collapse_blobs, decode_text, is_blank
-from citewise.types import BlockKind, ParsedDocument
+from citewise.types import Block, BlockKind, ParsedDocument
 
-__all__ = ["MAX_DEPTH", "decode_html", "parse", "visible_text"]
+__all__ = ["MAX_DEPTH", "check_depth", "decode_html", "html_blocks", "parse", "visible_text"]
 
 MAX_DEPTH = 5000
 
@@ -97,6 +97,18 @@ def visible_text(markup: str) -> str:
     return "\n\n".join(b.text for b in builder.blocks)
 
 
+def html_blocks(markup: str) -> tuple[list[Block], str, str]:
+    """``(blocks, title, first h1)`` of an HTML document's visible text, the blocks' offsets
+    indexing their texts joined by a blank line (for formats made of HTML parts: e-book
+    chapters, e-mail bodies). Hidden elements and comments give nothing."""
+    tree = LexborHTMLParser(markup)
+    title_node = tree.css_first("title")
+    title = _collapse(title_node.text(deep=True)) if title_node is not None else ""
+    builder = TextBuilder()
+    first_h1 = _walk(tree, builder)
+    return builder.blocks, title, first_h1
+
+
 @register("html", suffixes=(".html", ".htm", ".xhtml", ".shtml"), sniff=_sniff)
 def parse(path: Path, data: bytes) -> ParsedDocument:
     """Parse HTML into heading, paragraph, list, code and table blocks of visible text.
@@ -106,7 +118,7 @@ def parse(path: Path, data: bytes) -> ParsedDocument:
     """
     if not data:
         raise EmptyDocumentError(path, "empty file (0 bytes)")
-    _check_depth(path, data)
+    check_depth(path, data)
     markup = decode_html(path, data)
     if is_blank(markup):
         raise EmptyDocumentError(path, "empty file: only whitespace, no text to index")
@@ -306,7 +318,7 @@ def _hidden_css_rules(tree: LexborHTMLParser) -> tuple[set[str], set[str]]:
     return classes, ids
 
 
-def _check_depth(path: str | Path, data: bytes) -> None:
+def check_depth(path: str | Path, data: bytes) -> None:
     """Refuse markup nested deeper than MAX_DEPTH (checked only for large files)."""
     if data.count(b"<") < MAX_DEPTH:
         return
