@@ -220,3 +220,20 @@ def test_a_rule_matched_only_to_a_bare_heading_does_not_pass(engine, tmp_path, h
     law = flags["law"]
     assert (law.verdict, law.clause_number) == (Verdict.COMPLIANT, "12")
     assert law.quote == "This Agreement is governed by the laws of the State of Delaware."
+
+
+def test_termination_for_cause_is_not_passed_as_termination_for_convenience(engine, tmp_path):
+    path = tmp_path / "cause.txt"
+    path.write_text(SHORT + "\n4. Termination. Either party may terminate this Agreement on "
+                    "thirty (30) days' written notice if the other party materially breaches "
+                    "it and does not cure the breach within that period.\n", encoding="utf-8")
+    flags, text, _ = check_file(engine, path)
+    assert_verdict_rules(flags, text)
+    convenience = flags["termination-for-convenience"]
+    # the notice period would meet the rule, but the finder cannot tell a termination for
+    # cause from one for convenience reliably: never "compliant" on its word
+    assert convenience.verdict in (Verdict.NEEDS_REVIEW, Verdict.NOT_FOUND)
+    if convenience.citation is not None:
+        assert convenience.clause_number == "4"
+        assert convenience.explanation.startswith("the finder is unsure this is a Termination "
+                                                  "For Convenience clause")
