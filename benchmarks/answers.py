@@ -271,6 +271,8 @@ def run(answerers: list[str], evidence: list[str], threads: int, home: Path,
                        "first_token_ms": answer.metrics.get("llm_first_token_ms"),
                        "prompt_tokens": answer.metrics.get("prompt_tokens"),
                        "tokens_per_s": answer.metrics.get("llm_tokens_per_s"),
+                       "pick_ms": answer.metrics.get("pick_ms"),
+                       "output_tokens": answer.metrics.get("llm_tokens"),
                        **judge(answer, item, kind, root)}
                 rows.append(row)
                 print(json.dumps({k: row[k] for k in ("collection", "id", "answerer", "evidence",

@@ -16,7 +16,8 @@ Measured (p50 / p95 ms over the queries, the systems taking turns query by query
   scores every chunk, top 50 by ``argpartition``) and ``tantivy`` (its own BM25, k1 1.2 /
   b 0.75 fixed, fed the analysed terms through a whitespace tokenizer), when installed;
 * agreement: identical top 10 (ids and order) of the index vs ``fts5`` and vs ``bm25s``;
-* dense: ``SQLiteStore.dense_search`` top 50 vs the bare float32 matrix-vector product on the
+* dense: ``SQLiteStore.dense_search`` top 50, exact (``dense_exact_below`` above N; the int8
+  path is measured by ``benchmarks/dense_index.py``) vs the bare float32 matrix-vector product on the
   same matrix (what the search cannot go below), and that product batched over all queries
   (one matrix-matrix product, per query), which is what a "0.8 ms" numpy figure measures;
 * hybrid: ``Retriever.search`` without the query embedding (minilm, as
@@ -175,10 +176,11 @@ def main() -> None:
     # dense: the store's search vs the bare product it cannot go below
     qvecs = np.random.default_rng(1).normal(size=(args.queries, DIM)).astype(np.float32)
     qvecs /= np.linalg.norm(qvecs, axis=1, keepdims=True)
-    matrix = store._load_matrix().vectors
-    dense = {"dense_search": lambda q: store.dense_search(q, K),
+    exact_store = SQLiteStore(path, dense_exact_below=n + 1)  # int8 codes: dense_index.py
+    matrix = exact_store._load_matrix().vectors
+    dense = {"dense_search": lambda q: exact_store.dense_search(q, K),
              "matrix @ q": lambda q: matrix @ q,
-             "dense_search, 1% filter": lambda q: store.dense_search(q, K, one_percent)}
+             "dense_search, 1% filter": lambda q: exact_store.dense_search(q, K, one_percent)}
     dtimes, douts = interleaved(dense, list(qvecs))
     t0 = time.perf_counter()
     _ = matrix @ qvecs.T

@@ -26,6 +26,19 @@ class TestSQLiteStore(StoreSuite):
         assert not isinstance(store, BulkLoading)
 
 
+class TestSQLiteStoreInt8Dense(TestSQLiteStore):
+    """The whole suite again with dense search through int8 codes from the first chunk on
+    and a shortlist of ``4 k`` codes (the default exact search below 20,000 chunks, and the
+    default shortlist of at least 100, would otherwise answer every test here exactly)."""
+
+    @pytest.fixture
+    def store(self, tmp_path):
+        s = SQLiteStore(tmp_path / "index.sqlite3", bm25_build="wait", dense_exact_below=0,
+                        dense_rescore_factor=4, dense_rescore_min=1)
+        yield s
+        s.close()
+
+
 def test_bm25_matches_an_independent_implementation(tmp_path):
     """Scores equal bm25s's (a separate BM25 library) over the same analysed token lists, with
     the store's parameters: Lucene's smoothed IDF, k1 = BM25_K1, b = BM25_B, float64."""

@@ -33,7 +33,8 @@ def open_store(settings: Settings) -> Store:
     """The store named by ``CITEWISE_STORE``: empty = ``$CITEWISE_HOME/index.sqlite3``; a
     folder or ``.sqlite3`` path = SQLite there; ``postgresql://user:pass@host:port/db`` =
     :class:`~citewise.store.postgres.PostgresStore` (needs ``pip install 'citewise[postgres]'``),
-    searched with ``CITEWISE_HNSW_EF_SEARCH``.
+    searched with ``CITEWISE_HNSW_EF_SEARCH``; SQLite's dense search is exact below
+    ``CITEWISE_DENSE_EXACT_BELOW`` chunks.
 
     Raises ConfigError for another URL scheme, IndexError_ when the index cannot be opened.
     """
@@ -45,7 +46,7 @@ def open_store(settings: Settings) -> Store:
             f"CITEWISE_STORE: the {scheme!r} backend is not available; give a folder or "
             ".sqlite3 path, or a postgresql://user:password@host:port/database URL"
         )
-    return SQLiteStore(settings.index_path)
+    return SQLiteStore(settings.index_path, dense_exact_below=settings.dense_exact_below)
 
 
 def open_location(spec: str) -> Store:
