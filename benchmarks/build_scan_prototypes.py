@@ -10,7 +10,12 @@ Prototypes come only from the CUAD ``train`` contracts and thresholds only from 
 3. Each group is embedded and reduced to at most ``--centroids`` (types) or
    ``--background`` (background) spherical k-means centroids, stored as float16.
 4. Thresholds: for each calibrate contract and type, the best-scoring unit; the threshold that
-   maximises F1 of "the best unit overlaps an annotated clause" is kept per type.
+   maximises F1 of "the best unit overlaps an annotated clause" is kept per type, and the
+   verdicts' review and confident thresholds around it (``calibrate_scan_review.py``, which
+   recomputes only those two for the shipped prototypes).
+
+It writes the npz anew, without the trained part: run ``train_scan_classifier.py`` after it
+(which recalibrates every threshold for the trained scores).
 
 Usage::
 
@@ -33,6 +38,7 @@ from citewise.eval.cuad import load_contracts, overlaps
 from citewise.ingest.parsers.base import parser_for
 from citewise.scan.classify import (
     DEFAULT_THRESHOLD,
+    NEVER_CONFIDENT,
     ClauseClassifier,
     Prototypes,
     document_units,
@@ -99,6 +105,62 @@ def best_f1_threshold(best: list[tuple[float, bool]], positives: int) -> tuple[f
         if f1 > top[1]:
             top = (thr, f1)
     return top
+
+
+#: The share of needs-review citations that should point at a real clause of the type.
+REVIEW_PRECISION = 1 / 3
+#: The share of clauses found with confidence that should be real clauses of the type.
+CONFIDENT_PRECISION = 0.8
+#: The fewest calibrate contracts a confident threshold may rest on.
+CONFIDENT_SUPPORT = 3
+
+
+def review_threshold(best: list[tuple[float, bool]], threshold: float,
+                     min_precision: float = REVIEW_PRECISION) -> float:
+    """The lowest score ``lo`` <= ``threshold`` such that, of the (best score, is right)
+    pairs scoring in ``[lo, threshold)``, at least ``min_precision`` are right; ``threshold``
+    when no such band exists."""
+    lo, right = threshold, 0
+    for total, (score, ok) in enumerate(
+            sorted((b for b in best if b[0] < threshold), reverse=True), 1):
+        right += ok
+        if right / total >= min_precision:
+            lo = score
+    return lo
+
+
+def confident_threshold(best: list[tuple[float, bool]], threshold: float,
+                        min_precision: float = CONFIDENT_PRECISION) -> float:
+    """The lowest score ``hi`` >= ``threshold`` such that, of the (best score, is right) pairs
+    scoring ``hi`` or more, at least :data:`CONFIDENT_SUPPORT` exist and at least
+    ``min_precision`` are right; :data:`~citewise.scan.classify.NEVER_CONFIDENT` when no score
+    gets there."""
+    ranked = sorted((b for b in best if b[0] >= threshold), reverse=True)
+    hi, right = NEVER_CONFIDENT, 0
+    for total, (score, ok) in enumerate(ranked, 1):
+        right += ok
+        if total >= CONFIDENT_SUPPORT and right / total >= min_precision:
+            hi = score
+    return hi
+
+
+def verdict_thresholds(best: dict[str, list[tuple[float, bool]]], positives: dict[str, int],
+                       f1: dict[str, float], min_positives: int
+                       ) -> tuple[dict[str, float], dict[str, float]]:
+    """(review, confident) thresholds per type from the calibrate contracts' (best score, is
+    right) pairs (see ``calibrate_scan_review.py``); types with fewer than ``min_positives``
+    annotated contracts take the pooled margins around their F1 threshold."""
+    relative = [(s - f1[t], ok) for t in best for s, ok in best[t]]
+    pooled_lo, pooled_hi = review_threshold(relative, 0.0), confident_threshold(relative, 0.0)
+    review, confident = {}, {}
+    for ctype, pairs in best.items():
+        thr = f1[ctype]
+        if positives[ctype] >= min_positives:
+            review[ctype] = review_threshold(pairs, thr)
+            confident[ctype] = confident_threshold(pairs, thr)
+        else:
+            review[ctype], confident[ctype] = thr + pooled_lo, thr + pooled_hi
+    return review, confident
 
 
 def main() -> None:
@@ -182,6 +244,7 @@ def main() -> None:
         thresholds[ctype] = thr
         print(f"{ctype:<36} threshold {thr:+.4f} calibration F1 {f1:.3f} "
               f"({positives[ctype]} contracts)")
+    review, confident = verdict_thresholds(best, positives, thresholds, args.min_positives)
     OUT.mkdir(parents=True, exist_ok=True)
     n_desc = len(labels)
     np.savez_compressed(
@@ -190,6 +253,8 @@ def main() -> None:
         vectors=proto.vectors[n_desc:].astype(np.float16),
         threshold_labels=np.array(list(thresholds)),
         thresholds=np.array(list(thresholds.values()), dtype=np.float32),
+        review_thresholds=np.array([review[t] for t in thresholds], dtype=np.float32),
+        confident_thresholds=np.array([confident[t] for t in thresholds], dtype=np.float32),
     )
     print(f"wrote {OUT / f'cuad_{args.model}.npz'} in {time.perf_counter() - started:.0f} s")
 

@@ -4,10 +4,15 @@ For every contract of the chosen split (default ``eval``, 89 contracts never use
 tune the classifier; see :mod:`citewise.eval.cuad`) the real scanner runs end to end (ingest
 into a fresh index, classify, check) with the playbook, and for each rule's clause type:
 
-* the scanner *predicts* the type when its flag cites a clause;
+* the scanner *predicts* the type when its flag cites a clause it found with confidence
+  (score at or above the type's threshold: the flags that can say compliant or deviates);
 * a prediction is *correct* when the cited span shares a character with an annotated clause
   of that type in the contract;
-* precision = correct / predicted; recall = correct / contracts annotated with the type.
+* precision = correct / predicted; recall = correct / contracts annotated with the type;
+* ``review`` P/R count every cited clause, the ``needs review`` flags of possible clauses
+  (score between the review threshold and the threshold) too;
+* ``verdicts`` counts the flags of each verdict, and ``not found`` among contracts that have
+  the clause (a miss that a reader is told about).
 
 ``detect`` P/R counts only whether the type was reported at all in a contract that has it
 (location ignored). Usage::
@@ -51,6 +56,7 @@ def evaluate(cuad: Path, split: str = "eval", limit: int = 0, playbook: str = "d
         engine = Engine(Settings(home=home or Path(tmp)))
         scanner = engine.scanner(book)
         counts = {t: Counter() for t in types}
+        verdicts: Counter = Counter()
         shifted = 0
         seconds = chars = 0.0
         for i, contract in enumerate(contracts, 1):
@@ -70,24 +76,35 @@ def evaluate(cuad: Path, split: str = "eval", limit: int = 0, playbook: str = "d
                 shifted += 1  # parsed offsets differ from the file's: spans would be off
             for t in types:
                 gold = contract.spans.get(t, [])
-                cited = [f.citation for f in report.flags
-                         if f.clause_type == t and f.citation is not None]
+                flags = [f for f in report.flags if f.clause_type == t]
+                every = [f.citation for f in flags if f.citation is not None]
+                cited = [f.citation for f in flags if f.citation is not None
+                         and f.score is not None and f.threshold is not None
+                         and f.score >= f.threshold]
                 c = counts[t]
                 c["gold"] += bool(gold)
                 c["predicted"] += bool(cited)
                 c["detected"] += bool(cited) and bool(gold)
                 c["correct"] += any(overlaps((x.char_start, x.char_end), gold) for x in cited)
+                c["review_predicted"] += bool(every)
+                c["review_correct"] += any(overlaps((x.char_start, x.char_end), gold)
+                                           for x in every)
+                for f in flags:
+                    verdicts[f.verdict.value] += 1
+                    verdicts["not_found_with_clause"] += (f.verdict.value == "not_found"
+                                                          and bool(gold))
             if progress:
                 print(f"{i}/{len(contracts)} {contract.file[:60]}", file=sys.stderr, flush=True)
             if partial is not None:
                 partial.write_text(json.dumps(_summary(counts, types, i, split, ingest, book.name,
-                                                       seconds, chars, shifted), indent=1))
+                                                       seconds, chars, shifted, verdicts),
+                                              indent=1))
     return _summary(counts, types, len(contracts), split, ingest, book.name, seconds, chars,
-                    shifted)
+                    shifted, verdicts)
 
 
 def _summary(counts: dict, types: list[str], n: int, split: str, ingest: bool, playbook: str,
-             seconds: float, chars: float, shifted: int) -> dict:
+             seconds: float, chars: float, shifted: int, verdicts: Counter) -> dict:
     rows = []
     for t in types:
         c = counts[t]
@@ -96,11 +113,17 @@ def _summary(counts: dict, types: list[str], n: int, split: str, ingest: bool, p
                      "precision": _ratio(c["correct"], c["predicted"]),
                      "recall": _ratio(c["correct"], c["gold"]),
                      "detect_precision": _ratio(c["detected"], c["predicted"]),
-                     "detect_recall": _ratio(c["detected"], c["gold"])})
-    total = {k: sum(counts[t][k] for t in types) for k in ("gold", "predicted", "correct")}
+                     "detect_recall": _ratio(c["detected"], c["gold"]),
+                     "review_precision": _ratio(c["review_correct"], c["review_predicted"]),
+                     "review_recall": _ratio(c["review_correct"], c["gold"])})
+    total = {k: sum(counts[t][k] for t in types)
+             for k in ("gold", "predicted", "correct", "review_predicted", "review_correct")}
     return {"split": split, "ingest": ingest, "contracts": n, "playbook": playbook, "rows": rows,
             "micro_precision": _ratio(total["correct"], total["predicted"]),
             "micro_recall": _ratio(total["correct"], total["gold"]),
+            "review_micro_precision": _ratio(total["review_correct"], total["review_predicted"]),
+            "review_micro_recall": _ratio(total["review_correct"], total["gold"]),
+            "verdicts": dict(verdicts),
             "seconds_per_contract": round(seconds / max(n, 1), 2),
             "seconds_per_10k_chars": round(seconds / max(chars, 1) * 10000, 2),
             "contracts_with_shifted_offsets": shifted}
@@ -126,15 +149,19 @@ def main() -> None:
     print(f"{result['contracts']} contracts ({result['split']}), playbook {result['playbook']}"
           f"{', no ingest' if args.no_ingest else ''}\n")
     print("| clause type | contracts with it | cited | correct | precision | recall | "
-          "detect P | detect R |")
-    print("|---|---|---|---|---|---|---|---|")
+          "detect P | detect R | review P | review R |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     fmt = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
     for r in result["rows"]:
         print(f"| {r['clause_type']} | {r['contracts_with_clause']} | {r['predicted']} | "
               f"{r['correct']} | {fmt(r['precision'])} | {fmt(r['recall'])} | "
-              f"{fmt(r['detect_precision'])} | {fmt(r['detect_recall'])} |")
+              f"{fmt(r['detect_precision'])} | {fmt(r['detect_recall'])} | "
+              f"{fmt(r['review_precision'])} | {fmt(r['review_recall'])} |")
     print(f"\nmicro precision {fmt(result['micro_precision'])}, micro recall "
-          f"{fmt(result['micro_recall'])}; {result['seconds_per_contract']} s per contract, "
+          f"{fmt(result['micro_recall'])}; with the needs-review citations: precision "
+          f"{fmt(result['review_micro_precision'])}, recall "
+          f"{fmt(result['review_micro_recall'])}; verdicts {result['verdicts']}; "
+          f"{result['seconds_per_contract']} s per contract, "
           f"{result['seconds_per_10k_chars']} s per 10k characters; contracts with shifted "
           f"offsets: {result['contracts_with_shifted_offsets']}")
 

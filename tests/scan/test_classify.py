@@ -1,8 +1,10 @@
-"""Clause units (exact offsets) and chunk assignment; no model needed."""
+"""Clause units (exact offsets), chunk assignment, bare headings; the shipped thresholds and
+the trained scores with the real model."""
 
 from __future__ import annotations
 
 from citewise.scan.classify import Labelled, Unit, _chunk_at, chunk_types, split_units
+from citewise.scan.playbook import load_playbook
 from citewise.types import Chunk
 
 
@@ -46,3 +48,43 @@ def test_units_map_to_the_chunk_holding_them_and_chunks_collect_types():
         Labelled(Unit("z", 150, 151), chunks[1], {}),
     ]
     assert chunk_types(labelled) == {"a": {"Governing Law": 0.3, "Parties": 0.1}}
+
+
+def test_bare_headings_and_possible_types():
+    from citewise.scan.classify import is_bare_heading
+
+    assert is_bare_heading("12. GOVERNING LAW.")
+    assert is_bare_heading("Section 9.1 Audit Rights")
+    assert is_bare_heading("7. Non-Competition. [Reserved.]")
+    assert not is_bare_heading("This Agreement is governed by Delaware law.")
+    assert not is_bare_heading("12. Governing Law. The laws of Delaware govern this Agreement.")
+    lab = Labelled(Unit("x", 0, 1), None, {"Governing Law": 0.2}, {"Parties": 0.05})
+    assert (lab.score("Governing Law"), lab.score("Parties"), lab.score("Notice")) == (
+        0.2, 0.05, None)
+
+
+def test_shipped_thresholds_and_trained_scores(engine):
+    import dataclasses
+    import math
+
+    import numpy as np
+
+    classifier = engine.scanner(load_playbook("default")).classifier
+    p = classifier.prototypes
+    for t in p.labels:  # review <= F1-tuned <= confident, for every type
+        assert classifier.review_threshold(t) <= p.thresholds[t] <= classifier.threshold(t)
+        assert math.isfinite(classifier.review_threshold(t))
+    units = [Unit("This Agreement shall be governed by the laws of the State of New York.", 0, 71),
+             Unit("The Supplier shall deliver the goods every Monday.", 72, 122)]
+    vectors = classifier.embedder.embed_documents([u.text for u in units])
+    scores = classifier.scores(vectors)
+    if p.weights is None:
+        return
+    # the reference: the margin alone (no trained part), scaled, plus each type's logit
+    margins = type(classifier)(classifier.embedder, dataclasses.replace(
+        p, weights=None, bias=None, trained=None)).scores(vectors)
+    expected = np.where(p.trained, p.margin_scale * margins + vectors @ p.weights.T + p.bias,
+                        margins)
+    assert np.allclose(scores, expected, atol=1e-4)
+    law = p.labels.index("Governing Law")
+    assert scores[0, law] >= classifier.threshold("Governing Law") > scores[1, law]

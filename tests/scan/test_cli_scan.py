@@ -70,8 +70,13 @@ def check_report(report, name: str, fmt: str, paged: bool) -> None:
     assert "governed by the laws of the State of New York" in cite["quote"]
     assert (cite["page"] is not None) == paged
     assert cite["char_end"] > cite["char_start"] and cite["chunk_id"]
-    assert flags["termination-for-convenience"]["explanation"] == \
-        "states 'thirty (30) days', within 90 days"
+    assert cite["clause_number"] == "15" and cite["where"].startswith("section 15, ")
+    assert cite["decisive"]["quote"] == "New York"
+    notice = flags["termination-for-convenience"]
+    assert (notice["verdict"], notice["verdict_label"]) == ("needs_review", "needs review")
+    assert notice["explanation"].endswith("if it is one: states 'thirty (30) days', within 90 days")
+    assert notice["citation"]["clause_number"] == "11"
+    assert all(f["citation"] is None for f in report["flags"] if f["verdict"] == "not_found")
 
 
 def test_scan_text_pdf_and_docx(env):
@@ -82,8 +87,9 @@ def test_scan_text_pdf_and_docx(env):
     out = " ".join(result.output.split())
     assert "playbook default" in out and "Governing law" in out and "compliant" in out
     # the table wraps cells to the terminal width, so only single words are compared here
-    assert "York" in out and "deviates" in out and out.endswith(" s")
-    assert re.search(r"2 deviates, 3 missing, 6 compliant; \d+\.\d s$", out)
+    assert "York" in out and "needs review" in out and "not found" in out and out.endswith(" s")
+    assert "section" in out and "“15." in out and "validity" in out  # numbers, quotes
+    assert re.search(r"0 deviates, 3 needs review, 7 not found, 1 compliant; \d+\.\d s$", out)
 
     write_pdf(env / "contract.pdf")
     report = scan_json(env / "contract.pdf", "--playbook", "default")

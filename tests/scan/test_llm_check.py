@@ -25,7 +25,7 @@ def _clause(text: str) -> Clause:
     ('{"verdict": "deviates", "reason": "Texas law.", "quote": "State of Texas"}',
      (Verdict.DEVIATES, "Texas law.", "State of Texas")),
     ('Sure! {"verdict": "Not this clause", "reason": "a notice clause"} done',
-     (Verdict.MISSING, "a notice clause", "")),
+     (Verdict.NOT_FOUND, "a notice clause", "")),
     ('{"verdict": "maybe", "reason": "?"}', None),
     ('{"verdict": "compliant", "reason": ""}', None),
     ("no json here", None),
@@ -43,7 +43,7 @@ def test_the_real_model_judges_a_governing_law_clause(llm_url: str) -> None:
     # the format and the plumbing, not the judgement: the 0.5B test model answered "compliant"
     # for Texas here (wrong; the rule wants Delaware or New York), which is why scan_checker
     # "auto" keeps the rule checks for local models
-    assert result.verdict in (Verdict.COMPLIANT, Verdict.DEVIATES, Verdict.MISSING)
+    assert result.verdict in (Verdict.COMPLIANT, Verdict.DEVIATES, Verdict.NOT_FOUND)
     assert result.reason and "LLM check failed" not in result.reason  # it answered in format
     if result.span is not None:
         start, end = result.span

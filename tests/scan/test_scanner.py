@@ -30,7 +30,7 @@ def test_clause_finding_floor_on_a_fixed_eval_subset(engine):
     contracts = {c.file: c for c in load_contracts(CUAD, "eval")}
     scanner = _scanner(engine)
     types = {r.clause_type for r in scanner.playbook.rules}
-    gold = correct = cited = 0
+    gold = correct = cited = sure_correct = sure_cited = 0
     for name in SUBSET:
         contract = contracts[name]
         data = contract.path.read_bytes()
@@ -42,17 +42,26 @@ def test_clause_finding_floor_on_a_fixed_eval_subset(engine):
             spans = contract.spans.get(flag.clause_type, [])
             gold += bool(spans)
             if flag.citation is not None:
+                right = overlaps((flag.citation.char_start, flag.citation.char_end), spans)
                 cited += 1
-                correct += overlaps((flag.citation.char_start, flag.citation.char_end), spans)
+                correct += right
+                # found with confidence: the flags that may say compliant or deviates
+                if flag.score >= flag.threshold:
+                    sure_cited += 1
+                    sure_correct += right
     assert gold == sum(len(types & set(contracts[n].spans)) for n in SUBSET) == 20
     assert correct >= FLOOR_CORRECT, (correct, cited)
     assert correct / cited >= FLOOR_PRECISION, (correct, cited)
+    assert sure_correct >= FLOOR_CONFIDENT, (sure_correct, sure_cited)
+    assert sure_correct / sure_cited >= FLOOR_CONFIDENT_PRECISION, (sure_correct, sure_cited)
 
 
-#: Measured 14 correct of 15 cited (20 annotated) when the prototypes were built; a floor
-#: one clause below that.
-FLOOR_CORRECT = 13
+#: Measured with the trained finder and the thresholds of train_scan_classifier.py: 16 correct
+#: of 17 cited (20 annotated), 10 of 10 found with confidence; floors one clause below.
+FLOOR_CORRECT = 15
 FLOOR_PRECISION = 0.85
+FLOOR_CONFIDENT = 9
+FLOOR_CONFIDENT_PRECISION = 0.85
 
 
 def test_scan_a_three_page_contract_with_progress(engine, tmp_path):
@@ -80,9 +89,9 @@ def test_scan_a_three_page_contract_with_progress(engine, tmp_path):
     by_chunk = chunk_types(report.clauses)
     assert "Governing Law" in by_chunk[law.citation.chunk_id]
     assert by_chunk[law.citation.chunk_id]["Governing Law"] >= law.score
-    notice = flags["termination-for-convenience"]
-    assert (notice.verdict, notice.explanation) == (
-        Verdict.COMPLIANT, "states 'thirty (30) days', within 90 days")
+    notice = flags["termination-for-convenience"]  # the finder is not reliable for the type
+    assert notice.verdict is Verdict.NEEDS_REVIEW
+    assert notice.explanation.endswith("if it is one: states 'thirty (30) days', within 90 days")
 
 
 def test_missing_and_absent_clauses(engine, tmp_path):
@@ -100,10 +109,12 @@ def test_missing_and_absent_clauses(engine, tmp_path):
                            "Delaware, New York"))
     assert report.flags[0].rule == "governing-law"  # high severity and deviates come first
     cap = flags["liability-cap"]
-    assert cap.verdict is Verdict.MISSING and cap.citation is None
-    assert cap.explanation == ("no Cap On Liability clause was found; expected: Each party's "
-                               "total liability is capped at no less than 12 months of fees.")
-    compete = flags["non-compete"]
-    assert (compete.verdict, compete.explanation, compete.citation) == (
-        Verdict.COMPLIANT, "no Non-Compete clause was found", None)
+    assert cap.verdict is Verdict.NOT_FOUND and cap.citation is None
+    assert cap.explanation.startswith("no Cap On Liability clause was found; expected: Each "
+                                      "party's total liability is capped at no less than 12 "
+                                      "months of fees.")
+    compete = flags["non-compete"]  # forbidden and not found: "not found", not "compliant"
+    assert (compete.verdict, compete.citation) == (Verdict.NOT_FOUND, None)
+    assert compete.explanation.startswith("no Non-Compete clause was found, which is what the "
+                                          "rule wants")
     assert report.to_json()["flags"][0]["citation"]["line_start"] == 7

@@ -328,6 +328,13 @@ def test_attach_upload_approve_or_reject_and_result_cards(page, server, tmp_path
     expect(turn.locator(".answer")).to_have_text(f"Scan finished: {len(rules)} flag(s).")
     law = flags.filter(has=page.locator("strong", has_text="Governing law"))
     expect(law.locator(".badge").nth(1)).to_have_text("compliant")
+    expect(law.locator("blockquote.clause-quote")).to_have_text(
+        "3. Governing Law. This Agreement shall be governed by the laws of the State of New York.")
+    expect(law.locator("button.link")).to_contain_text("Show the clause (section 3 · line 9)")
+    # a forbidden clause the scan did not find reads "not found" (never "compliant")
+    compete = flags.filter(has=page.locator("strong", has_text="Non-compete"))
+    expect(compete.locator(".badge").nth(1)).to_have_text("not found")
+    expect(compete.locator("blockquote")).to_have_count(0)
     law.locator("button.link").click()
     expect(page.locator("#viewer-title")).to_have_text("services-agreement.txt")
     expect(page.locator("#viewer mark.passage")).to_contain_text(

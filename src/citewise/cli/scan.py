@@ -19,9 +19,13 @@ from citewise.cli.common import (
     errors,
     progress_bar,
 )
+from citewise.scan.checks import Verdict
 
 _SEVERITY_STYLE = {"high": "bold red", "medium": "yellow", "low": "cyan"}
-_VERDICT_STYLE = {"deviates": "red", "missing": "magenta", "compliant": "green"}
+_VERDICT_STYLE = {Verdict.DEVIATES: "red", Verdict.NEEDS_REVIEW: "yellow",
+                  Verdict.NOT_FOUND: "magenta", Verdict.COMPLIANT: "green"}
+#: Characters of the cited clause shown under the explanation in the table.
+TABLE_QUOTE_CHARS = 240
 
 
 def scan(
@@ -48,18 +52,18 @@ def scan(
     for col in ("severity", "rule", "verdict", "explanation", "where"):
         table.add_column(col, overflow="fold")
     for f in report.flags:
-        c = f.citation
-        where = "-" if c is None else (
-            (f"p. {c.page}" if c.page is not None else
-             f"lines {c.line_start}-{c.line_end}" if c.line_start is not None else "")
-            + (f", {' > '.join(c.section)}" if c.section else "")
-            + f"\nchars {c.char_start}-{c.char_end}")
+        explanation = escape(f.explanation)
+        if f.quote:
+            quote = f.quote if len(f.quote) <= TABLE_QUOTE_CHARS else \
+                f.quote[: TABLE_QUOTE_CHARS - 1] + "…"
+            explanation += f"\n[dim]“{escape(quote)}”[/]"
         table.add_row(f"[{_SEVERITY_STYLE[f.severity.value]}]{f.severity.value}[/]",
-                      escape(f.title), f"[{_VERDICT_STYLE[f.verdict.value]}]{f.verdict.value}[/]",
-                      escape(f.explanation), escape(where.lstrip(", ")))
+                      escape(f.title),
+                      f"[{_VERDICT_STYLE[f.verdict]}]{f.verdict.label}[/]",
+                      explanation, escape(f.where.replace(", chars", "\nchars") or "-"))
     console.print(table)
-    counts = ", ".join(f"{sum(f.verdict.value == v for f in report.flags)} {v}"
-                       for v in ("deviates", "missing", "compliant"))
+    counts = ", ".join(f"{sum(f.verdict is v for f in report.flags)} {v.label}"
+                       for v in _VERDICT_STYLE)
     console.print(f"{counts}; {sum(report.timings_ms.values()) / 1000:.1f} s")
 
 

@@ -3,8 +3,9 @@ deterministic checker (patterns, numbers, durations, jurisdictions).
 
 A checker gets one rule and one candidate clause and returns a :class:`CheckResult`. The
 scanner tries a rule's candidates best first and keeps the first *determinate* result, so a
-checker that cannot decide from one passage (no duration stated in it) lets the next candidate
-speak. An LLM checker (structured output: verdict, reason, quoted span) plugs in by
+checker that cannot decide from one passage (no duration stated in it: ``NEEDS_REVIEW``) lets
+the next candidate speak; the scanner, not the checker, decides the flag's final verdict
+(:mod:`citewise.scan.scanner`). An LLM checker (structured output: verdict, reason, quoted span) plugs in by
 implementing the same :class:`Checker` protocol; :func:`locate_quote` turns its quote into a
 character span.
 """
@@ -27,10 +28,30 @@ from citewise.scan.playbook import (
 
 
 class Verdict(str, Enum):
+    """What a flag says about one rule (docs/scan.md, "What each verdict guarantees").
+
+    In a :class:`CheckResult` (one passage judged by a checker) ``NEEDS_REVIEW`` means the
+    passage did not hold what the check needs, and ``NOT_FOUND`` that the passage is not a
+    clause of the rule's type (the scanner then tries the next candidate).
+    """
+
+    #: the clause was found with confidence and its terms meet the rule (for a rule that
+    #: forbids the clause: it is there, but a given check accepts its terms)
     COMPLIANT = "compliant"
+    #: the clause was found with confidence and its terms break the rule (or, for a rule that
+    #: forbids the clause, it is there)
     DEVIATES = "deviates"
-    #: no clause of the rule's type was found (or a checker judged the passage not to be one)
-    MISSING = "missing"
+    #: a passage was cited but the scan could not decide: the finder is unsure it is a clause
+    #: of the type, only a bare heading matched, or the clause holds nothing the check reads
+    NEEDS_REVIEW = "needs_review"
+    #: no clause of the type was found; never a pass, also for rules that forbid the clause
+    NOT_FOUND = "not_found"
+
+    @property
+    def label(self) -> str:
+        """The words shown to people: ``compliant``, ``deviates``, ``needs review``,
+        ``not found``."""
+        return self.value.replace("_", " ")
 
 
 @dataclass(frozen=True)
@@ -49,9 +70,13 @@ class Clause:
 class CheckResult:
     """A checker's answer for one (rule, clause) pair.
 
-    ``span`` is the decisive part as document offsets (end exclusive), or None for the whole
-    clause; ``determinate`` is False when the passage did not hold what the check needs (the
-    scanner then tries the next candidate).
+    ``verdict`` is COMPLIANT or DEVIATES when the check decided, NEEDS_REVIEW when the
+    passage does not hold what the check reads (no period stated, no known jurisdiction),
+    NOT_FOUND when the checker judged the passage not to be a clause of the type. ``span`` is
+    the decisive part as document offsets (end exclusive), or None for the whole clause.
+    ``determinate`` is False when another passage of the type might decide better (the scanner
+    then tries the next candidate and keeps this result only if none decides): always so for
+    NEEDS_REVIEW, and for a DEVIATES that only says the accepted wording is not in this passage.
     """
 
     verdict: Verdict
@@ -194,7 +219,7 @@ def check_duration(spec: DurationCheck, clause: Clause) -> CheckResult:
     found = [d for d in find_durations(clause.text, clause.start)
              if not spec.near or _near(clause.text, d, clause.start, spec.near)]
     if not found:
-        return CheckResult(Verdict.DEVIATES, "no period is stated in the clause; review it",
+        return CheckResult(Verdict.NEEDS_REVIEW, "no period is stated in the clause",
                            determinate=False)
 
     def said(d: Duration) -> str:
@@ -269,8 +294,8 @@ def check_jurisdiction(spec: JurisdictionCheck, clause: Clause) -> CheckResult:
     j = governing_jurisdiction(clause.text, clause.start)
     allowed = ", ".join(spec.allowed)
     if j is None:
-        return CheckResult(Verdict.DEVIATES, "no known jurisdiction is named in the clause; "
-                           f"accepted: {allowed}", determinate=False)
+        return CheckResult(Verdict.NEEDS_REVIEW, "no known jurisdiction is named in the "
+                           f"clause; accepted: {allowed}", determinate=False)
     if j.name.casefold() in {a.casefold() for a in spec.allowed}:
         return CheckResult(Verdict.COMPLIANT, f"governed by the law of {j.name} (accepted: "
                            f"{allowed})", (j.start, j.end))

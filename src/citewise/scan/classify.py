@@ -14,26 +14,50 @@ and compared with the *prototypes* of every clause type:
 
 The score of unit ``u`` for type ``t`` is ``sim(u, t) - sim(u, background)``, where each
 ``sim`` is the mean of the 3 highest cosine similarities to that group's prototypes: a margin
-in [-2, 2], higher meaning more typical of ``t`` than of ordinary contract text. A unit carries
+in [-2, 2], higher meaning more typical of ``t`` than of ordinary contract text. With the
+bundled ``minilm`` data every type also has a logistic regression over the unit's vector
+(trained on CUAD training contracts by ``benchmarks/train_scan_classifier.py``), and its score
+is ``margin_scale * margin + logit`` (:meth:`ClauseClassifier.scores`). A unit carries
 type ``t`` when its score reaches the type's threshold (calibrated per type on held-apart CUAD
 contracts; :data:`DEFAULT_THRESHOLD` otherwise). A chunk carries the types of its units.
+
+The threshold used is the type's *confident* threshold, calibrated so that on held-apart
+contracts at least 0.8 of the best units reaching it were real clauses of the type (at least
+the F1-tuned threshold; :data:`NEVER_CONFIDENT` where no score was that reliable). Below it
+and down to the type's *review threshold* (at most the F1-tuned one) a unit is a *possible*
+clause of the type: the scanner cites it with the verdict ``needs review``, never
+``compliant`` or ``deviates``. Both are set by ``benchmarks/calibrate_scan_review.py``.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 
 import numpy as np
 
 from citewise.embed import Embedder
 from citewise.scan.clause_types import CLAUSE_TYPES
+from citewise.scan.numbering import leading_label
 from citewise.types import BlockKind, Chunk, ParsedDocument
 
 #: Score threshold of a type with no calibrated value (description-only prototypes).
 DEFAULT_THRESHOLD = 0.12
+#: How far below its threshold a type with no calibrated review threshold is still a
+#: possible clause (``needs review``).
+DEFAULT_REVIEW_MARGIN = 0.03
+#: A confident threshold no score reaches: the type's clauses were never found reliably
+#: enough on held-apart contracts to be judged without a reader.
+NEVER_CONFIDENT = math.inf
+#: A unit of at most this many words, once its number label is removed, and without a verb
+#: form that clauses use, is a bare heading ("12. Governing Law.").
+HEADING_WORDS = 8
+_CLAUSE_VERB = re.compile(
+    r"\b(?:shall|will|may|must|is|are|be|been|has|have|agrees?|hereby|means|includes?|"
+    r"terminates?|governs?|renews?)\b", re.IGNORECASE)
 #: Similarities averaged per prototype group.
 TOP_N = 3
 #: Units shorter than this (characters) are joined to the next unit of the same paragraph.
@@ -57,11 +81,35 @@ class Unit:
 @dataclass(frozen=True)
 class Labelled:
     """A unit with its best clause types: ``scores`` maps type -> score (margin, higher is more
-    typical of the type) for every type at or above its threshold, best first."""
+    typical of the type) for every type at or above its threshold, best first; ``possible``
+    the same for the types the unit scores below the threshold but at or above the review
+    threshold (the scanner cites those with ``needs review``)."""
 
     unit: Unit
     chunk: Chunk | None
     scores: dict[str, float]
+    possible: dict[str, float] = field(default_factory=dict)
+
+    def score(self, clause_type: str) -> float | None:
+        """The unit's score for ``clause_type`` when it is at least a possible clause of it,
+        else None."""
+        found = self.scores.get(clause_type)
+        return self.possible.get(clause_type) if found is None else found
+
+
+def is_bare_heading(text: str) -> bool:
+    """Whether a unit is only a heading: at most :data:`HEADING_WORDS` words once its
+    leading number label ("12.", "Section 4.2", "(b)") is removed, and no verb form clauses
+    use ("shall", "is", "agrees"...). Such a unit names a clause; it does not state its terms.
+
+    >>> is_bare_heading("12. GOVERNING LAW.")
+    True
+    >>> is_bare_heading("This Agreement is governed by Delaware law.")
+    False
+    """
+    label = leading_label(text)
+    rest = text[label.length:] if label is not None else text
+    return len(rest.split()) <= HEADING_WORDS and _CLAUSE_VERB.search(rest) is None
 
 
 def _cut(text: str, start: int, end: int, pattern: re.Pattern[str]) -> list[tuple[int, int]]:
@@ -132,7 +180,11 @@ class Prototypes:
 
     ``vectors``: float32, shape (m, dim), L2-normalised; ``owner``: int, shape (m,), index into
     ``labels`` of each vector's type, or -1 for a background vector; ``thresholds``: score
-    threshold per type (types missing here use :data:`DEFAULT_THRESHOLD`).
+    threshold per type, tuned for F1 (types missing here use :data:`DEFAULT_THRESHOLD`);
+    ``confident_thresholds``: the score from which a unit is a clause found with confidence
+    (at least the F1 threshold; missing types use it); ``review_thresholds``: the score from
+    which a unit is a possible clause (at most the F1 threshold; missing types use the
+    confident threshold minus :data:`DEFAULT_REVIEW_MARGIN`).
     """
 
     model: str
@@ -140,6 +192,16 @@ class Prototypes:
     vectors: np.ndarray
     owner: np.ndarray
     thresholds: dict[str, float]
+    review_thresholds: dict[str, float] = field(default_factory=dict)
+    confident_thresholds: dict[str, float] = field(default_factory=dict)
+    #: the trained part (``benchmarks/train_scan_classifier.py``): logistic-regression weights
+    #: per type, float32, shape (len(labels), dim), and biases, shape (len(labels),); a type
+    #: with ``trained[j]`` False (too few training clauses) keeps the margin alone
+    weights: np.ndarray | None = None
+    bias: np.ndarray | None = None
+    trained: np.ndarray | None = None
+    #: a trained type's score is ``margin_scale * margin + logit``
+    margin_scale: float = 1.0
 
     def extended(self, embedder: Embedder, examples: Mapping[str, Sequence[str]]) -> Prototypes:
         """A copy with the given example texts per type added as prototypes."""
@@ -149,7 +211,9 @@ class Prototypes:
         vectors = embedder.embed_documents([x for _, x in texts])
         owner = np.array([self.labels.index(t) for t, _ in texts], dtype=np.int64)
         return Prototypes(self.model, self.labels, np.concatenate([self.vectors, vectors]),
-                          np.concatenate([self.owner, owner]), self.thresholds)
+                          np.concatenate([self.owner, owner]), self.thresholds,
+                          self.review_thresholds, self.confident_thresholds, self.weights,
+                          self.bias, self.trained, self.margin_scale)
 
 
 def bundled_path(model: str) -> str:
@@ -164,6 +228,10 @@ def load_prototypes(embedder: Embedder) -> Prototypes:
     vectors = embedder.embed_documents([f"{t}: {CLAUSE_TYPES[t]}" for t in labels])
     owner = np.arange(len(labels), dtype=np.int64)
     thresholds: dict[str, float] = {}
+    review: dict[str, float] = {}
+    confident: dict[str, float] = {}
+    trained: dict[str, np.ndarray] = {}
+    scale = 1.0
     data = resources.files("citewise.scan").joinpath("data", bundled_path(embedder.family))
     if data.is_file():
         with data.open("rb") as fh, np.load(fh, allow_pickle=False) as npz:
@@ -175,7 +243,20 @@ def load_prototypes(embedder: Embedder) -> Prototypes:
             owner = np.concatenate([owner, extra_owner])
             thresholds = {str(t): float(v) for t, v in zip(npz["threshold_labels"],
                                                            npz["thresholds"], strict=True)}
-    return Prototypes(embedder.name, labels, vectors, owner, thresholds)
+            typed = [str(t) for t in npz["threshold_labels"]]
+            if "review_thresholds" in npz.files:
+                review = dict(zip(typed, map(float, npz["review_thresholds"]), strict=True))
+            if "confident_thresholds" in npz.files:
+                confident = dict(zip(typed, map(float, npz["confident_thresholds"]), strict=True))
+            if "lr_weights" in npz.files:
+                order = [names.index(t) for t in labels]
+                trained = {"weights": npz["lr_weights"].astype(np.float32)[order],
+                           "bias": npz["lr_bias"].astype(np.float32)[order],
+                           "trained": npz["lr_trained"].astype(bool)[order]}
+                scale = float(npz["margin_scale"])
+    return Prototypes(embedder.name, labels, vectors, owner, thresholds, review, confident,
+                      trained.get("weights"), trained.get("bias"), trained.get("trained"),
+                      scale)
 
 
 def _top_mean(sims: np.ndarray, n: int = TOP_N) -> np.ndarray:
@@ -197,7 +278,9 @@ class ClauseClassifier:
 
     def scores(self, vectors: np.ndarray) -> np.ndarray:
         """Type scores of unit vectors: float32, shape (n, len(labels)); column order is
-        ``prototypes.labels``; higher is more typical of the type than of ordinary text."""
+        ``prototypes.labels``; higher is more typical of the type than of ordinary text. A
+        type with trained weights scores ``margin_scale * margin + logit`` (the logit of its
+        logistic regression over the unit's vector), others the margin alone."""
         p = self.prototypes
         sims = vectors @ p.vectors.T
         background = p.owner == -1
@@ -205,25 +288,43 @@ class ClauseClassifier:
         out = np.empty((len(vectors), len(p.labels)), dtype=np.float32)
         for j in range(len(p.labels)):
             out[:, j] = _top_mean(sims[:, p.owner == j]) - base
+        if p.weights is not None and p.bias is not None and p.trained is not None:
+            t = p.trained
+            out[:, t] = p.margin_scale * out[:, t] + vectors @ p.weights[t].T + p.bias[t]
         return out
 
     def threshold(self, clause_type: str) -> float:
-        return self.prototypes.thresholds.get(clause_type, DEFAULT_THRESHOLD)
+        """The score from which a unit is a clause of ``clause_type`` found with confidence
+        (:data:`NEVER_CONFIDENT` when no score is)."""
+        p = self.prototypes
+        f1 = p.thresholds.get(clause_type, DEFAULT_THRESHOLD)
+        return max(f1, p.confident_thresholds.get(clause_type, f1))
+
+    def review_threshold(self, clause_type: str) -> float:
+        """The score from which a unit is a *possible* clause of ``clause_type`` (at most
+        :meth:`threshold`)."""
+        found = self.threshold(clause_type)
+        return min(found, self.prototypes.review_thresholds.get(
+            clause_type, found - DEFAULT_REVIEW_MARGIN))
 
     def classify(self, units: Sequence[Unit], chunks: Sequence[Chunk] = ()) -> list[Labelled]:
-        """Every unit with the types it reaches the threshold of (possibly none), each unit
-        tied to the chunk (by ordinal order) whose span holds its start."""
+        """Every unit with the types it reaches the threshold of and the types it reaches
+        only the review threshold of (possibly none), each unit tied to the chunk (by ordinal
+        order) whose span holds its start."""
         if not units:
             return []
         matrix = self.scores(self.embedder.embed_documents([u.text for u in units]))
         ordered = sorted(chunks, key=lambda c: c.char_start)
-        thresholds = np.array([self.threshold(t) for t in self.prototypes.labels])
+        labels = self.prototypes.labels
+        thresholds = np.array([self.threshold(t) for t in labels])
+        review = np.array([self.review_threshold(t) for t in labels])
         out = []
         for unit, row in zip(units, matrix, strict=True):
             hits = np.flatnonzero(row >= thresholds)
-            scores = {self.prototypes.labels[j]: float(row[j])
-                      for j in sorted(hits, key=lambda j: -row[j])}
-            out.append(Labelled(unit, _chunk_at(ordered, unit.start), scores))
+            maybe = np.flatnonzero((row >= review) & (row < thresholds))
+            scores = {labels[j]: float(row[j]) for j in sorted(hits, key=lambda j: -row[j])}
+            possible = {labels[j]: float(row[j]) for j in sorted(maybe, key=lambda j: -row[j])}
+            out.append(Labelled(unit, _chunk_at(ordered, unit.start), scores, possible))
         return out
 
     def all_scores(self, units: Sequence[Unit]) -> np.ndarray:

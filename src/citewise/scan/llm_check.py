@@ -42,7 +42,7 @@ Reply with one JSON object and nothing else:
 
 _OBJECT = re.compile(r"\{.*\}", re.DOTALL)
 _VERDICTS = {"compliant": Verdict.COMPLIANT, "deviates": Verdict.DEVIATES,
-             "not_this_clause": Verdict.MISSING}
+             "not_this_clause": Verdict.NOT_FOUND}
 
 
 def _messages(rule: Rule, clause: Clause) -> list[Message]:
@@ -93,8 +93,8 @@ class LLMChecker:
         if parsed is None:
             return self._fall_back(rule, clause, f"reply not in the JSON format: {reply[:80]!r}")
         verdict, reason, quote = parsed
-        if verdict is Verdict.MISSING:
-            return CheckResult(Verdict.MISSING, reason, determinate=False)
+        if verdict is Verdict.NOT_FOUND:
+            return CheckResult(Verdict.NOT_FOUND, reason, determinate=False)
         return CheckResult(verdict, reason, locate_quote(clause, quote) if quote else None)
 
     def _fall_back(self, rule: Rule, clause: Clause, why: str) -> CheckResult:

@@ -9,16 +9,22 @@ Steps (each reported through the progress callback as ``(step, done, total)``):
    is never re-ingested or moved (:meth:`Scanner.scan_indexed`). Its text is then parsed;
 2. ``classify``: the document is cut into clause units, each scored against every CUAD clause
    type (:mod:`citewise.scan.classify`);
-3. ``check``: for each rule, the units carrying its clause type are candidates, best first
-   (classifier score, plus :data:`KEYWORD_BONUS` when one of the rule's keywords occurs); the
-   checker judges up to ``candidates`` of them and the first determinate result is kept;
+3. ``check``: for each rule, the units that are at least possible clauses of its type are
+   candidates, best first (classifier score, plus :data:`KEYWORD_BONUS` when one of the
+   rule's keywords occurs); the checker judges up to ``candidates`` of them;
 4. ``report``: one :class:`Flag` per rule, sorted by severity (high first), then verdict
-   (deviates, missing, compliant), then playbook order.
+   (deviates, needs review, not found, compliant), then playbook order.
+
+The verdict rules are in :meth:`Scanner._flag` and docs/scan.md ("What each verdict
+guarantees"): ``compliant`` and ``deviates`` only for a clause found with confidence and a
+check that decided; ``needs review`` for a possible clause, a bare heading or a check that
+could not decide; ``not found`` when nothing was cited, also for rules that forbid a clause.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -33,11 +39,14 @@ from citewise.ingest.parsers.base import parser_for
 from citewise.ingest.pipeline import Ingestor, document_id
 from citewise.scan.checks import Checker, CheckResult, Clause, DeterministicChecker, Verdict
 from citewise.scan.classify import (
+    NEVER_CONFIDENT,
     ClauseClassifier,
     Labelled,
     document_units,
+    is_bare_heading,
     load_prototypes,
 )
+from citewise.scan.numbering import clause_number
 from citewise.scan.playbook import Playbook, Rule, Severity
 from citewise.store.base import Store
 from citewise.types import Block, Chunk, Citation, Document, ParsedDocument
@@ -46,7 +55,8 @@ from citewise.types import Block, Chunk, Citation, Document, ParsedDocument
 KEYWORD_BONUS = 0.03
 #: Characters of the clause quoted in a flag.
 QUOTE_CHARS = 600
-_VERDICT_ORDER = {Verdict.DEVIATES: 0, Verdict.MISSING: 1, Verdict.COMPLIANT: 2}
+_VERDICT_ORDER = {Verdict.DEVIATES: 0, Verdict.NEEDS_REVIEW: 1, Verdict.NOT_FOUND: 2,
+                  Verdict.COMPLIANT: 3}
 
 ScanProgressFn = Callable[[str, int, int], None]  # (step, done, total)
 STEPS = ("load", "ingest", "classify", "check", "report")
@@ -54,12 +64,18 @@ STEPS = ("load", "ingest", "classify", "check", "report")
 
 @dataclass(frozen=True)
 class Flag:
-    """The outcome of one rule.
+    """The outcome of one rule (the verdicts are explained in docs/scan.md).
 
     ``citation`` locates the clause judged (``char_start``/``char_end`` are its span in the
-    document text; page, section and lines where the format has them) and is None when no
-    clause of the type was found; ``quote`` is the clause text (clipped); ``score`` is the
-    classifier score of the clause (higher is more typical of the type), None without one.
+    document text; page, section and lines where the format has them) and is None exactly
+    when the verdict is NOT_FOUND; ``quote`` is the clause text (clipped to
+    :data:`QUOTE_CHARS`); ``clause_number`` the contract's own number of the clause ("12.3",
+    "7.2(b)"; :func:`~citewise.scan.numbering.clause_number`), None when it has none;
+    ``decisive`` the span (document offsets, end exclusive) of the words the check decided on
+    ("New York", "thirty (30) days") and ``decisive_quote`` those words, None and "" without
+    one. ``score`` is the classifier score of the clause (a margin, higher is more typical of
+    the type), None without one; ``threshold`` and ``review_threshold`` are the type's
+    calibrated scores from which a passage counts as found and as a possible clause.
     """
 
     rule: str
@@ -72,6 +88,27 @@ class Flag:
     quote: str = ""
     score: float | None = None
     checker: str = ""
+    threshold: float | None = None
+    review_threshold: float | None = None
+    clause_number: str | None = None
+    decisive: tuple[int, int] | None = None
+    decisive_quote: str = ""
+
+    @property
+    def where(self) -> str:
+        """Where the cited clause is, as a lawyer cites it: "section 12.3, p. 2, chars
+        4844-4964" (the parts the format has); "" without a citation."""
+        c = self.citation
+        if c is None:
+            return ""
+        parts = [f"section {self.clause_number}"] if self.clause_number else []
+        if c.page is not None:
+            parts.append(c.page_text or f"p. {c.page}")
+        elif c.line_start is not None:
+            parts.append(f"lines {c.line_start}-{c.line_end}" if c.line_end != c.line_start
+                         else f"line {c.line_start}")
+        parts.append(f"chars {c.char_start}-{c.char_end}")
+        return ", ".join(parts)
 
     def to_json(self) -> dict[str, Any]:
         """The JSON shape of ``citewise scan --format json`` (one item of ``flags``)."""
@@ -81,12 +118,23 @@ class Flag:
             cite = {"path": c.path, "page": c.page, "section": list(c.section),
                     "line_start": c.line_start, "line_end": c.line_end,
                     "char_start": c.char_start, "char_end": c.char_end,
-                    "chunk_id": c.chunk_id, "quote": self.quote}
+                    "chunk_id": c.chunk_id, "clause_number": self.clause_number,
+                    "where": self.where, "quote": self.quote,
+                    "decisive": None if self.decisive is None else {
+                        "char_start": self.decisive[0], "char_end": self.decisive[1],
+                        "quote": self.decisive_quote}}
         return {"rule": self.rule, "title": self.title, "clause_type": self.clause_type,
                 "severity": self.severity.value, "verdict": self.verdict.value,
+                "verdict_label": self.verdict.label,
                 "explanation": self.explanation, "citation": cite,
-                "score": None if self.score is None else round(self.score, 4),
-                "checker": self.checker}
+                "score": _round(self.score), "threshold": _round(self.threshold),
+                "review_threshold": _round(self.review_threshold), "checker": self.checker}
+
+
+def _round(value: float | None) -> float | None:
+    """``value`` to 4 decimals; None for None and for an infinite threshold (no score
+    counts as found)."""
+    return None if value is None or not math.isfinite(value) else round(value, 4)
 
 
 @dataclass(frozen=True)
@@ -250,11 +298,12 @@ class Scanner:
 
     # --- per rule -----------------------------------------------------------------------
     def ranked(self, rule: Rule, labelled: Sequence[Labelled]) -> list[tuple[float, Labelled]]:
-        """Units carrying the rule's clause type, best first, with their ranking score."""
+        """Units that are at least possible clauses of the rule's type (score at or above
+        the review threshold), best first, with their ranking score."""
         words = [k.casefold() for k in rule.keywords]
         out = []
         for lab in labelled:
-            score = lab.scores.get(rule.clause_type)
+            score = lab.score(rule.clause_type)
             if score is None:
                 continue
             text = lab.unit.text.casefold()
@@ -265,31 +314,97 @@ class Scanner:
 
     def _flag(self, rule: Rule, labelled: Sequence[Labelled], document: Document,
               parsed: ParsedDocument) -> Flag:
-        base: dict[str, Any] = {"rule": rule.id, "title": rule.title,
-                                "clause_type": rule.clause_type, "severity": rule.severity,
-                                "checker": self.checker.name}
-        chosen: tuple[Labelled, CheckResult] | None = None
-        for _, lab in self.ranked(rule, labelled)[: self.candidates]:
+        """The verdict rules (docs/scan.md, "What each verdict guarantees"): the candidates
+        are judged best first and the result kept is, by preference, a determinate one of a
+        confidently found clause, an indeterminate one of such a clause, then the same for
+        possible clauses; bare headings are never judged. COMPLIANT and DEVIATES need a
+        confidently found clause and a determinate check; anything else cited is
+        NEEDS_REVIEW; nothing cited is NOT_FOUND."""
+        ctype = rule.clause_type
+        found_at = self.classifier.threshold(ctype)
+        review_at = self.classifier.review_threshold(ctype)
+        base: dict[str, Any] = {"rule": rule.id, "title": rule.title, "clause_type": ctype,
+                                "severity": rule.severity, "checker": self.checker.name,
+                                "threshold": found_at, "review_threshold": review_at}
+        judged: list[tuple[tuple[bool, bool, int], Labelled, CheckResult]] = []
+        heading: Labelled | None = None
+        for rank, (_, lab) in enumerate(self.ranked(rule, labelled)[: self.candidates]):
             u = lab.unit
-            clause = Clause(rule.clause_type, u.text, u.start, u.end, lab.scores[rule.clause_type])
-            result = self.checker.check(rule, clause)
-            if result.verdict is Verdict.MISSING:
+            if is_bare_heading(u.text):
+                heading = heading or lab
                 continue
-            if chosen is None or (result.determinate and not chosen[1].determinate):
-                chosen = (lab, result)
-            if result.determinate:
+            score = lab.score(ctype)
+            if score is None:  # pragma: no cover - ranked() keeps only scored units
+                continue
+            result = self.checker.check(rule, Clause(ctype, u.text, u.start, u.end, score))
+            if result.verdict is Verdict.NOT_FOUND:
+                continue
+            confident = ctype in lab.scores
+            judged.append(((not confident, not result.determinate, rank), lab, result))
+            if confident and result.determinate:
                 break
-        if chosen is None:
-            if rule.expect == "absent":
-                return Flag(**base, verdict=Verdict.COMPLIANT,
-                            explanation=f"no {rule.clause_type} clause was found")
-            return Flag(**base, verdict=Verdict.MISSING,
-                        explanation=f"no {rule.clause_type} clause was found; expected: "
-                        f"{rule.accepts}")
-        lab, result = chosen
-        return Flag(**base, verdict=result.verdict, explanation=result.reason,
-                    citation=_citation(document, parsed, lab, rule.clause_type),
-                    quote=_clip(lab.unit.text), score=lab.scores[rule.clause_type])
+        if not judged:
+            if heading is not None:
+                return self._cited(base, Verdict.NEEDS_REVIEW, _heading_only(rule, heading),
+                                   heading, document, parsed)
+            return Flag(**base, verdict=Verdict.NOT_FOUND, explanation=_not_found(rule))
+        (unsure, _, _), lab, result = min(judged, key=lambda j: j[0])
+        score = lab.score(ctype)
+        if unsure:
+            why = (f"below the {found_at:.3f} from which one counts as found" if
+                   found_at < NEVER_CONFIDENT else "no score finds this type reliably: on "
+                   "held-apart contracts too few of the passages it found were such clauses")
+            return self._cited(base, Verdict.NEEDS_REVIEW,
+                               f"the finder is unsure this is {_a(ctype)} clause (score "
+                               f"{score or 0.0:.3f}; {why}); if it is one: {result.reason}",
+                               lab, document, parsed, result.span)
+        verdict = result.verdict
+        if verdict is Verdict.NEEDS_REVIEW:
+            reason = f"{result.reason}; read the clause"
+        elif verdict is Verdict.DEVIATES and not result.determinate:
+            reason = f"{result.reason} in the {len(judged)} {ctype} passage(s) checked"
+        else:
+            reason = result.reason
+        return self._cited(base, verdict, reason, lab, document, parsed, result.span)
+
+    def _cited(self, base: dict[str, Any], verdict: Verdict, explanation: str, lab: Labelled,
+               document: Document, parsed: ParsedDocument,
+               span: tuple[int, int] | None = None) -> Flag:
+        u = lab.unit
+        score = lab.score(base["clause_type"])
+        decisive = None
+        if span is not None and u.start <= span[0] < span[1] <= u.end and span != (u.start,
+                                                                                 u.end):
+            decisive = span
+        return Flag(**base, verdict=verdict, explanation=explanation,
+                    citation=_citation(document, parsed, lab, score or 0.0),
+                    quote=_clip(u.text), score=score,
+                    clause_number=clause_number(parsed, u.start), decisive=decisive,
+                    decisive_quote=_clip(parsed.text[decisive[0]:decisive[1]]) if decisive
+                    else "")
+
+
+def _a(word: str) -> str:
+    """``word`` with its indefinite article: "an Anti-Assignment", "a Non-Compete"."""
+    return f"{'an' if word[:1].lower() in 'aeiou' else 'a'} {word}"
+
+
+def _not_found(rule: Rule) -> str:
+    """The explanation of a NOT_FOUND flag, saying what it means for the rule."""
+    kind = rule.clause_type
+    if rule.expect == "absent":
+        return (f"no {kind} clause was found, which is what the rule wants ({rule.accepts}); "
+                "this is not proof that the contract has none: the finder can miss a clause "
+                "worded unusually, so it is not reported as compliant")
+    return (f"no {kind} clause was found; expected: {rule.accepts} The contract may lack "
+            "it, or word it unusually: read it before relying on this")
+
+
+def _heading_only(rule: Rule, heading: Labelled) -> str:
+    title = " ".join(heading.unit.text.split())
+    want = "must not appear" if rule.expect == "absent" else "is expected"
+    return (f"only the heading {title!r} matched {_a(rule.clause_type)} clause (which {want}); "
+            "no clause text under it was judged: read the section")
 
 
 def _clip(text: str) -> str:
@@ -302,7 +417,7 @@ def _block_at(parsed: ParsedDocument, offset: int) -> Block | None:
 
 
 def _citation(document: Document, parsed: ParsedDocument, lab: Labelled,
-              clause_type: str) -> Citation:
+              score: float) -> Citation:
     u = lab.unit
     block = _block_at(parsed, u.start)
     chunk = lab.chunk
@@ -317,4 +432,4 @@ def _citation(document: Document, parsed: ParsedDocument, lab: Labelled,
     return Citation(n=1, chunk_id=chunk.id if chunk else "", document_id=document.id,
                     path=document.path, title=document.title, section=tuple(section), page=page,
                     line_start=line_start, line_end=line_end, char_start=u.start,
-                    char_end=u.end, score=lab.scores[clause_type])
+                    char_end=u.end, score=score)

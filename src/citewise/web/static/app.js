@@ -390,6 +390,19 @@ function fileCards(msg, files) {
   msg.extra.append(list);
 }
 
+/** A scan verdict as people read it (the values of citewise.scan.checks.Verdict). */
+const VERDICT_LABELS = {
+  compliant: "compliant", deviates: "deviates", needs_review: "needs review", not_found: "not found",
+};
+
+/** Where a flag's clause is: "section 12.3 · page 2 · lines 4-5" (the parts it has). */
+function clauseWhere(c) {
+  const parts = c.clause_number ? [`section ${c.clause_number}`] : [];
+  const rest = where({ ...c, section: c.clause_number ? [] : c.section });
+  if (rest) parts.push(rest);
+  return parts.join(" · ");
+}
+
 function flagCards(msg, scan) {
   const list = el("ul", "result-cards");
   list.setAttribute("aria-label", "Playbook flags");
@@ -397,13 +410,20 @@ function flagCards(msg, scan) {
     const li = el("li", `result-card flag ${f.verdict}`);
     li.dataset.rule = f.rule;
     li.append(el("strong", "", f.title || f.rule), el("span", `badge ${f.severity}`, f.severity),
-      el("span", `badge ${f.verdict}`, f.verdict), el("p", "", f.explanation));
+      el("span", `badge ${f.verdict}`, VERDICT_LABELS[f.verdict] || f.verdict),
+      el("p", "", f.explanation));
     const c = f.citation;
-    if (c && c.chunk_id) {
-      const open = el("button", "link", `Show the clause (${where(c) || basename(c.path)})`);
-      open.type = "button";
-      open.addEventListener("click", () => openSource(c));
-      li.append(open);
+    if (c) {
+      if (c.quote) li.append(el("blockquote", "clause-quote", c.quote));
+      const place = clauseWhere(c) || basename(c.path);
+      if (c.chunk_id) {
+        const open = el("button", "link", `Show the clause (${place})`);
+        open.type = "button";
+        open.addEventListener("click", () => openSource(c));
+        li.append(open);
+      } else {
+        li.append(el("span", "muted", place));
+      }
     }
     list.append(li);
   }

@@ -1,0 +1,107 @@
+"""Calibrate the scan's *confident* and *review* thresholds into the shipped prototypes.
+
+Each clause type has an F1-tuned threshold (``thresholds`` in
+``src/citewise/scan/data/cuad_<model>.npz``, from ``build_scan_prototypes.py``). The scan's
+verdicts use two more, set here per type on the CUAD ``calibrate`` contracts only (the
+``eval`` ones are never read), with the prototypes as shipped:
+
+* ``confident_thresholds`` (at least the F1 threshold): from here a passage is a clause *found
+  with confidence*, which the scan may call compliant or deviating. It is the lowest score at
+  which at least :data:`CONFIDENT_PRECISION` of the calibrate contracts whose best unit
+  scores that much (at least 3) point at a real clause of the type (``NEVER_CONFIDENT`` when
+  no score does: such a type is only ever cited for review);
+* ``review_thresholds`` (at most the F1 threshold): from here up to the confident threshold a
+  passage is a *possible* clause, cited with the verdict ``needs review``. Going down from the
+  F1 threshold, it is the lowest score at which at least :data:`REVIEW_PRECISION` of the
+  contracts whose best unit scores between it and the F1 threshold point at a real clause.
+
+Steps: for each calibrate contract and type, the best-scoring clause unit and whether it
+overlaps a clause of that type annotated in the contract (contracts without one count too:
+their best unit is a false alarm); then the two rules above per type. Types annotated in fewer
+than ``--min-positives`` calibrate contracts take pooled margins (the same rules over every
+type's scores taken relative to its F1 threshold).
+
+Usage (about 15 minutes on one thread; unit embeddings are cached as in
+``build_scan_prototypes.py``)::
+
+    CITEWISE_THREADS=1 python benchmarks/calibrate_scan_review.py ../shared/datasets/cuad
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+from build_scan_prototypes import (
+    CONFIDENT_PRECISION,
+    OUT,
+    REVIEW_PRECISION,
+    Cache,
+    units_of,
+    verdict_thresholds,
+)
+
+from citewise.embed import load_embedder
+from citewise.eval.cuad import load_contracts, overlaps
+from citewise.scan.classify import ClauseClassifier, load_prototypes
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("cuad", type=Path)
+    ap.add_argument("--model", default="minilm")
+    ap.add_argument("--min-positives", type=int, default=5)
+    ap.add_argument("--cache", type=Path, default=Path("/tmp/citewise_scan_cache.npz"))
+    ap.add_argument("--dry-run", action="store_true", help="print, do not write the npz")
+    args = ap.parse_args()
+    started = time.perf_counter()
+    embedder = load_embedder(args.model, int(os.environ.get("CITEWISE_THREADS", "1")), 32,
+                             "fp32")
+    cache = Cache(args.cache, embedder)
+    classifier = ClauseClassifier(embedder, load_prototypes(embedder))
+    if not classifier.prototypes.thresholds:
+        raise SystemExit(f"no shipped prototypes for {args.model}: run build_scan_prototypes.py")
+    labels = classifier.prototypes.labels
+    best: dict[str, list[tuple[float, bool]]] = {t: [] for t in labels}
+    positives = dict.fromkeys(labels, 0)
+    contracts = load_contracts(args.cuad, "calibrate")
+    for i, contract in enumerate(contracts, 1):
+        _, units = units_of(contract.path)
+        if not units:
+            continue
+        scores = classifier.scores(cache.embed([u.text for u in units]))
+        for j, ctype in enumerate(labels):
+            k = int(np.argmax(scores[:, j]))
+            gold = contract.spans.get(ctype, [])
+            positives[ctype] += bool(gold)
+            best[ctype].append((float(scores[k, j]),
+                                overlaps((units[k].start, units[k].end), gold)))
+        print(f"calibrate {i}/{len(contracts)}", flush=True)
+    f1 = classifier.prototypes.thresholds
+    review, confident = verdict_thresholds(best, positives, f1, args.min_positives)
+    print(f"precision wanted: review band {REVIEW_PRECISION:.2f}, confident "
+          f"{CONFIDENT_PRECISION:.2f}")
+    for ctype in labels:
+        lo, thr, hi = review[ctype], f1[ctype], confident[ctype]
+        found = [ok for s, ok in best[ctype] if s >= hi]
+        band = [ok for s, ok in best[ctype] if lo <= s < hi]
+        print(f"{ctype:<36} review {lo:+.4f} F1 {thr:+.4f} confident {hi:+.4f}: confident "
+              f"{sum(found)}/{len(found)} right, review band {sum(band)}/{len(band)} "
+              f"({positives[ctype]} contracts with it)")
+    if args.dry_run:
+        return
+    path = OUT / f"cuad_{args.model}.npz"
+    with np.load(path, allow_pickle=False) as npz:
+        arrays = {k: npz[k] for k in npz.files}
+    names = [str(t) for t in arrays["threshold_labels"]]
+    arrays["review_thresholds"] = np.array([review[t] for t in names], dtype=np.float32)
+    arrays["confident_thresholds"] = np.array([confident[t] for t in names], dtype=np.float32)
+    np.savez_compressed(path, **arrays)
+    print(f"wrote review and confident thresholds into {path} in {time.perf_counter() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
