@@ -229,7 +229,7 @@ class Settings(BaseSettings):
         "top_k chunks, one per file, as before 0.2).",
     )
     evidence_pool: int = Field(
-        12, ge=1, le=100,
+        16, ge=1, le=100,
         description="Chunks retrieved for an answer with evidence='sentences' (at most "
         "evidence_per_file per file); their sentences compete for the top_k passages.",
     )
