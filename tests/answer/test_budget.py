@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from citewise.answer.budget import SUMMARY_QUESTION, fit_prompt, reported_context
+from citewise.answer.budget import SUMMARY_QUESTION, fit_prompt
 from citewise.answer.prompts import build_messages
+from citewise.answer.providers import reported_context
 from citewise.errors import ProviderError
 from citewise.types import DoneEvent, StatusEvent
 from tests.conftest import CASES
@@ -50,7 +51,7 @@ class _Window(BaseHTTPRequestHandler):
     """A chat server with a context of ``server.window`` tokens (counted with
     ``server.count`` plus 4 per message, as a chat template adds): it reports the window in
     ``/v1/models``, refuses a prompt plus ``max_tokens`` over it with HTTP 400, and otherwise
-    answers from the passage of handbook_07.md it was sent, citing its number."""
+    answers from the passage of handbook_07.md section 7.9 it was sent, citing its number."""
 
     def log_message(self, *args: object) -> None:
         pass
@@ -74,7 +75,7 @@ class _Window(BaseHTTPRequestHandler):
                                        "message": "the request exceeds the available context "
                                                   "size, try increasing it"}})
             return
-        sent = PASSAGE.findall(messages[-1]["content"])
+        sent = PASSAGE.findall("\n".join(m["content"] for m in messages))
         n = next((int(n) for n, src in sent if "handbook_07.md > 7.9" in src), None)
         text = (f"Weekend overtime is compensated at 175 percent of the hourly base rate [{n}]."
                 if n else "The documents do not contain an answer to this question.")
@@ -122,6 +123,19 @@ def _engine(make_engine, tmp_path: Path, server, **overrides):
     engine = make_engine(**settings)
     engine.ingest([_handbooks(tmp_path)])
     return engine
+
+
+def test_n03_pick_then_write_keeps_room_for_both_calls(make_engine, tmp_path,
+                                                      windowed) -> None:
+    engine = _engine(make_engine, tmp_path, windowed, answer_style="pick-write")
+    events = list(engine.ask_stream(QUESTION, history=_history()))
+    answer = next(e for e in events if isinstance(e, DoneEvent)).answer
+    assert windowed.refused == 0 and len(windowed.prompts) == 2  # the pick, then the write
+    picking, writing = windowed.prompts
+    assert writing[0] > picking[0] and writing[0] + SETTINGS["max_tokens"] <= WINDOW
+    assert writing[1][:len(picking[1])] == picking[1]  # the same prompt, continued
+    assert answer.mode == "llm" and "175 percent" in answer.text
+    assert set(answer.cited) <= _sent_numbers(picking[1])
 
 
 def _sent_numbers(messages: list[dict[str, str]]) -> set[int]:

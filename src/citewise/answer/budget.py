@@ -24,19 +24,18 @@ the evidence budget), not the chat model's: :func:`estimate_tokens` adds
 :data:`TOKEN_SAFETY` per cent and :data:`MESSAGE_OVERHEAD` tokens per message (the chat
 template's role markers), so the estimate stays above the chat model's own count.
 
-The window is the provider's own where it reports one (:func:`reported_context`: llama.cpp's
-``/props`` ``n_ctx``; a ``/v1/models`` entry's ``context_length``, ``max_model_len``,
-``context_window`` or ``max_context_length``), else the ``llm_context`` setting.
+The window is the provider's own where it reports one
+(:func:`~citewise.answer.providers.reported_context`: llama.cpp's ``/props`` ``n_ctx``; a
+``/v1/models`` entry's ``context_length``, ``max_model_len``, ``context_window`` or
+``max_context_length``), else the ``llm_context`` setting.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from citewise.answer.providers import Message
 from citewise.errors import ProviderError
@@ -189,69 +188,9 @@ def fit_prompt(evidence: Sequence[Evidence], history: Sequence[tuple[str, str]],
     return fitted
 
 
-# --- the window ------------------------------------------------------------------------------
-#: Fields of a ``/v1/models`` entry that hold the served context length (OpenRouter, vLLM,
-#: Groq, LM Studio).
-MODEL_CONTEXT_FIELDS = ("context_length", "max_model_len", "context_window",
-                        "max_context_length")
-
-
-def _positive_int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
-
-
-def _from_props(body: Any) -> int | None:
-    if not isinstance(body, dict):
-        return None
-    settings = body.get("default_generation_settings")
-    if isinstance(settings, dict) and _positive_int(settings.get("n_ctx")):
-        return _positive_int(settings.get("n_ctx"))
-    return _positive_int(body.get("n_ctx"))
-
-
-def _from_models(body: Any, model: str) -> int | None:
-    entries = body.get("data") if isinstance(body, dict) else None
-    if not isinstance(entries, list):
-        return None
-    entries = [e for e in entries if isinstance(e, dict)]
-    chosen = [e for e in entries if e.get("id") == model] or (entries if len(entries) == 1
-                                                              else [])
-    for entry in chosen:
-        for key in MODEL_CONTEXT_FIELDS:
-            found = _positive_int(entry.get(key))
-            if found:
-                return found
-    return None
-
-
-@functools.lru_cache(maxsize=64)
-def reported_context(base_url: str, model: str, timeout: float = 3.0) -> int | None:
-    """The context length, in tokens, that the OpenAI-compatible server at ``base_url``
-    (``.../v1``) reports for ``model``: llama.cpp's ``GET /props``
-    (``default_generation_settings.n_ctx``; the window the server runs with), else the
-    ``GET {base_url}/models`` entry for ``model`` (or the only entry) and its first field in
-    :data:`MODEL_CONTEXT_FIELDS`; None when neither tells (OpenAI, Ollama) or the server does
-    not answer within ``timeout`` seconds. Asked once per (URL, model) and process."""
-    import httpx
-
-    base = base_url.rstrip("/")
-    root = base.removesuffix("/v1")
-    for url, parse in ((f"{root}/props", _from_props),
-                       (f"{base}/models", lambda b: _from_models(b, model))):
-        try:
-            response = httpx.get(url, timeout=timeout)
-            found = parse(response.json()) if response.status_code == 200 else None
-        except (httpx.HTTPError, ValueError):
-            found = None
-        if found:
-            return found
-    return None
-
-
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
-__all__ = ["MESSAGE_OVERHEAD", "MIN_SHARE", "MODEL_CONTEXT_FIELDS", "PRIMING",
-           "SUMMARY_QUESTION", "TOKEN_SAFETY", "Fitted", "PromptBuilder", "estimate_tokens",
-           "fit_prompt", "reported_context"]
+__all__ = ["MESSAGE_OVERHEAD", "MIN_SHARE", "PRIMING", "SUMMARY_QUESTION", "TOKEN_SAFETY",
+           "Fitted", "PromptBuilder", "estimate_tokens", "fit_prompt"]

@@ -22,7 +22,6 @@ from citewise.answer.budget import (
     PromptBuilder,
     estimate_tokens,
     fit_prompt,
-    reported_context,
 )
 from citewise.answer.extractive import ExtractiveAnswerer, idf_table, quote_stream
 from citewise.answer.llm import LLMAnswerer, fall_back
@@ -246,12 +245,11 @@ class AnswerService:
 
     def context_window(self, provider: ChatProvider) -> int:
         """The provider's context window in tokens: what its server reports
-        (:func:`~citewise.answer.budget.reported_context`), else ``llm_context``."""
-        if isinstance(provider, OpenAICompatible):
-            reported = reported_context(provider.base_url, provider.model)
-            if reported:
-                return reported
-        return self.settings.llm_context
+        (:meth:`OpenAICompatible.context_length
+        <citewise.answer.providers.OpenAICompatible.context_length>`), else ``llm_context``."""
+        reported = (provider.context_length() if isinstance(provider, OpenAICompatible)
+                    else None)
+        return reported or self.settings.llm_context
 
     def not_found(self, text: str, filters: Mapping[str, Any] | None = None) -> str:
         """The not-found reply ``text``, naming files that could not be read (they may hold
