@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from citewise.answer.budget import SUMMARY_QUESTION, fit_prompt
+from citewise.answer.budget import SUMMARY_QUESTION, estimate_tokens, fit_prompt
 from citewise.answer.prompts import build_messages
 from citewise.answer.providers import reported_context
 from citewise.errors import ProviderError
@@ -243,6 +243,33 @@ def test_the_reported_context_is_read_from_the_models_entry(windowed, broken_ser
 
 def test_llama_cpp_reports_its_window_in_props(llm_url) -> None:
     assert reported_context(llm_url, "qwen2.5-coder-0.5b") == 4096
+
+
+def _sample(language: str) -> str:
+    datasets = CASES.parent.parent / "datasets"
+    if language == "kk":
+        with (datasets / "kazqad_val" / "corpus.jsonl").open(encoding="utf-8") as f:
+            return " ".join(json.loads(next(f))["text"] for _ in range(3))[:3000]
+    if language == "en":
+        return (N03 / "handbook_07.md").read_text(encoding="utf-8")[:3000]
+    data = json.loads((datasets / "xquad" / f"xquad.{language}.json").read_text("utf-8"))
+    return " ".join(p["context"] for p in data["data"][0]["paragraphs"])[:3000]
+
+
+@pytest.mark.parametrize("language", ["en", "kk", "ru", "zh"])
+def test_the_estimate_is_above_the_chat_models_own_count(llm_url, embedder,
+                                                         language: str) -> None:
+    """Compared with llama.cpp's count of the same chat (its template, its tokenizer): an
+    English WordPiece vocabulary alone under-counts Kazakh by a fifth."""
+    import httpx
+
+    root = llm_url.removesuffix("/v1")
+    messages = [{"role": "system", "content": "You answer questions."},
+                {"role": "user", "content": _sample(language)}]
+    prompt = httpx.post(f"{root}/apply-template", json={"messages": messages}).json()["prompt"]
+    real = len(httpx.post(f"{root}/tokenize", json={"content": prompt}).json()["tokens"])
+    assert real > 500
+    assert real <= estimate_tokens(messages, embedder.count_tokens) <= 2.6 * real
 
 
 def _build(question: str, count_tokens, instructions: str = ""):
