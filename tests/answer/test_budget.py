@@ -57,6 +57,7 @@ class _Window(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self) -> None:
+        self.server.auth.add(self.headers.get("Authorization"))
         if self.path.rstrip("/").endswith("/models"):
             self._json(200, {"object": "list", "data": [
                 {"id": "windowed", "object": "model", "context_length": self.server.window}]})
@@ -105,6 +106,7 @@ def windowed(embedder) -> Iterator[ThreadingHTTPServer]:
     server.count = embedder.count_tokens  # type: ignore[attr-defined]
     server.prompts = []  # type: ignore[attr-defined]
     server.refused = 0  # type: ignore[attr-defined]
+    server.auth = set()  # type: ignore[attr-defined]
     server.url = f"http://127.0.0.1:{server.server_address[1]}/v1"  # type: ignore[attr-defined]
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -168,6 +170,7 @@ def test_n03_long_history_is_trimmed_to_the_reported_window(make_engine, tmp_pat
     assert cited[answer.cited[0]].path.endswith("handbook_07.md")
     assert answer.metrics["context_window"] == WINDOW
     assert answer.metrics["history_dropped"] == len(history) - len(kept) // 2
+    assert windowed.auth == {"Bearer sk-test-windowed"}  # the probe carries the key
 
 
 def test_many_long_passages_lose_the_lowest_ranked_first(make_engine, tmp_path,
@@ -239,6 +242,10 @@ def test_the_reported_context_is_read_from_the_models_entry(windowed, broken_ser
     assert reported_context(windowed.url, "windowed") == WINDOW
     assert reported_context(windowed.url, "another") == WINDOW  # the only entry
     assert reported_context(broken_server.url, "broken") is None  # an entry without one
+
+
+def test_an_unreachable_server_reports_no_context(closed_port_url) -> None:
+    assert reported_context(closed_port_url, "any", timeout=1.0) is None
 
 
 def test_llama_cpp_reports_its_window_in_props(llm_url) -> None:

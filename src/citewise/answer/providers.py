@@ -15,7 +15,6 @@ them into the extractive fallback.
 
 from __future__ import annotations
 
-import functools
 import os
 import re
 import time
@@ -108,7 +107,7 @@ class OpenAICompatible:
     def context_length(self) -> int | None:
         """The context window the server reports for this model, in tokens
         (:func:`reported_context`); None when it reports none."""
-        return reported_context(self.base_url, self.model)
+        return reported_context(self.base_url, self.model, self._secret or None)
 
     def _fail(self, what: str) -> ProviderError:
         return ProviderError(redact(f"{self.name} at {self.base_url}: {what}", self._secret))
@@ -190,27 +189,44 @@ def _from_models(body: Any, model: str) -> int | None:
     return None
 
 
-@functools.lru_cache(maxsize=64)
-def reported_context(base_url: str, model: str, timeout: float = 3.0) -> int | None:
+_reported: dict[tuple[str, str], int | None] = {}
+
+
+def reported_context(base_url: str, model: str, api_key: str | None = None,
+                     timeout: float = 3.0) -> int | None:
     """The context length, in tokens, that the OpenAI-compatible server at ``base_url``
     (``.../v1``) reports for ``model``: llama.cpp's ``GET /props``
     (``default_generation_settings.n_ctx``; the window the server runs with), else the
     ``GET {base_url}/models`` entry for ``model`` (or the only entry) and its first field in
-    :data:`MODEL_CONTEXT_FIELDS`; None when neither tells (OpenAI, Ollama) or the server does
-    not answer within ``timeout`` seconds. Asked once per (URL, model) and process."""
+    :data:`MODEL_CONTEXT_FIELDS`; None when neither tells (OpenAI, Ollama) or the server
+    cannot be reached within ``timeout`` seconds. ``api_key`` is sent as a bearer token. An
+    answer (a length, or none reported) is kept for the life of the process, per (URL,
+    model); an unreachable server is asked again next time."""
     import httpx
 
     base = base_url.rstrip("/")
+    key = (base, model)
+    if key in _reported:
+        return _reported[key]
     root = base.removesuffix("/v1")
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    answered = False
     for url, parse in ((f"{root}/props", _from_props),
                        (f"{base}/models", lambda b: _from_models(b, model))):
         try:
-            response = httpx.get(url, timeout=timeout)
+            response = httpx.get(url, timeout=timeout, headers=headers)
+        except httpx.HTTPError:
+            continue
+        answered = True
+        try:
             found = parse(response.json()) if response.status_code == 200 else None
-        except (httpx.HTTPError, ValueError):
+        except ValueError:
             found = None
         if found:
+            _reported[key] = found
             return found
+    if answered:
+        _reported[key] = None
     return None
 
 
