@@ -291,11 +291,18 @@ def test_n03_through_the_real_llama_cpp_server(make_engine, tmp_path, llm_settin
     """The case as it happened: the whole history and the evidence sent to a real 4096-token
     llama.cpp server; without the budget it answers HTTP 400."""
     engine = make_engine(**{**llm_settings, "llm_max_tokens": SETTINGS["max_tokens"],
-                            "top_k": SETTINGS["top_k"], "chunk_tokens": SETTINGS["chunk_tokens"]})
+                            "top_k": SETTINGS["top_k"], "chunk_tokens": SETTINGS["chunk_tokens"],
+                            "history_turns": 12})
     engine.ingest([_handbooks(tmp_path)])
     events = list(engine.ask_stream(QUESTION, history=_history()))
     answer = next(e for e in events if isinstance(e, DoneEvent)).answer
     assert "HTTP 400" not in (answer.fallback_reason or "")
     assert any(isinstance(e, StatusEvent) and e.stage == "notice" for e in events)
     assert answer.metrics["context_window"] == 4096
-    assert set(answer.cited) <= {c.n for c in answer.citations}
+    assert answer.metrics["prompt_budget_tokens"] <= 4096 - SETTINGS["max_tokens"]
+    # seen: "The compensation rate for weekend overtime is 175 percent of the hourly base
+    # rate. [1]", [1] being handbook_07.md section 7.9
+    assert answer.mode == "llm" and "175 percent" in answer.text
+    cited = {c.n: c for c in answer.citations}
+    assert answer.cited and set(answer.cited) <= set(cited)
+    assert cited[answer.cited[0]].path.endswith("handbook_07.md")
