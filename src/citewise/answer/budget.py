@@ -188,7 +188,7 @@ def fit_prompt(evidence: Sequence[Evidence], history: Sequence[tuple[str, str]],
         budget = min(evidence_tokens, share * kept)
         base = estimate_tokens(build(passages[:kept], (), budget), count_tokens)
     cut = False
-    while base + history_cost > limit and budget > MIN_SHARE:
+    while kept and base + history_cost > limit and budget > MIN_SHARE:
         budget = max(budget // 2, MIN_SHARE)
         cut = True
         base = estimate_tokens(build(passages[:kept], (), budget), count_tokens)
