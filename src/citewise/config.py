@@ -282,7 +282,9 @@ class Settings(BaseSettings):
         2, ge=1, description="CPU threads of the local model (use 1 on a busy machine)."
     )
     llm_context: int = Field(
-        4096, ge=1024, description="Context window of the local model, in tokens."
+        4096, ge=1024, description="Context window of the model, in tokens: the bundled model's "
+        "n_ctx, and the prompt budget for a remote provider that does not report its own "
+        "(llama.cpp's /props, a /v1/models context field; see citewise.answer.budget)."
     )
     context_tokens: int = Field(
         1200, ge=200,

@@ -5,6 +5,9 @@ A provider turns chat messages into a stream of text pieces. Every provider cite
 bundled local model (:mod:`citewise.answer.local`) serves the same protocol on 127.0.0.1, so
 ``CITEWISE_LLM_PROVIDER=local`` is one more provider, not a special case.
 
+A server's context window is read from the server itself where it reports one
+(:func:`reported_context`); :mod:`citewise.answer.budget` fits every prompt within it.
+
 Failures (unreachable, timeout, HTTP 4xx/5xx, empty output) raise :class:`ProviderError` with a
 message that names the provider and its URL and never contains the API key; the answerer turns
 them into the extractive fallback.
@@ -17,7 +20,7 @@ import re
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, TypedDict, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, cast
 
 from citewise.config import LLM_PROVIDERS, Settings
 from citewise.errors import ProviderError
@@ -101,6 +104,11 @@ class OpenAICompatible:
     def __repr__(self) -> str:  # never shows the key
         return f"OpenAICompatible({self.name!r}, {self.base_url!r}, {self.model!r})"
 
+    def context_length(self) -> int | None:
+        """The context window the server reports for this model, in tokens
+        (:func:`reported_context`); None when it reports none."""
+        return reported_context(self.base_url, self.model, self._secret or None)
+
     def _fail(self, what: str) -> ProviderError:
         return ProviderError(redact(f"{self.name} at {self.base_url}: {what}", self._secret))
 
@@ -147,6 +155,81 @@ class OpenAICompatible:
             raise self._fail("the stream broke off before the answer was finished")
 
 
+#: Fields of a ``/v1/models`` entry that hold the served context length (OpenRouter, vLLM,
+#: Groq, LM Studio).
+MODEL_CONTEXT_FIELDS = ("context_length", "max_model_len", "context_window",
+                        "max_context_length")
+
+
+def _positive_int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def _from_props(body: Any) -> int | None:
+    if not isinstance(body, dict):
+        return None
+    settings = body.get("default_generation_settings")
+    if isinstance(settings, dict) and _positive_int(settings.get("n_ctx")):
+        return _positive_int(settings.get("n_ctx"))
+    return _positive_int(body.get("n_ctx"))
+
+
+def _from_models(body: Any, model: str) -> int | None:
+    entries = body.get("data") if isinstance(body, dict) else None
+    if not isinstance(entries, list):
+        return None
+    entries = [e for e in entries if isinstance(e, dict)]
+    chosen = [e for e in entries if e.get("id") == model] or (entries if len(entries) == 1
+                                                              else [])
+    for entry in chosen:
+        for key in MODEL_CONTEXT_FIELDS:
+            found = _positive_int(entry.get(key))
+            if found:
+                return found
+    return None
+
+
+_reported: dict[tuple[str, str], int | None] = {}
+
+
+def reported_context(base_url: str, model: str, api_key: str | None = None,
+                     timeout: float = 3.0) -> int | None:
+    """The context length, in tokens, that the OpenAI-compatible server at ``base_url``
+    (``.../v1``) reports for ``model``: llama.cpp's ``GET /props``
+    (``default_generation_settings.n_ctx``; the window the server runs with), else the
+    ``GET {base_url}/models`` entry for ``model`` (or the only entry) and its first field in
+    :data:`MODEL_CONTEXT_FIELDS`; None when neither tells (OpenAI, Ollama) or the server
+    cannot be reached within ``timeout`` seconds. ``api_key`` is sent as a bearer token. An
+    answer (a length, or none reported) is kept for the life of the process, per (URL,
+    model); an unreachable server is asked again next time."""
+    import httpx
+
+    base = base_url.rstrip("/")
+    key = (base, model)
+    if key in _reported:
+        return _reported[key]
+    root = base.removesuffix("/v1")
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    answered = False
+    for url, parse in ((f"{root}/props", _from_props),
+                       (f"{base}/models", lambda b: _from_models(b, model))):
+        try:
+            response = httpx.get(url, timeout=timeout, headers=headers)
+        except httpx.HTTPError:
+            continue
+        answered = True
+        try:
+            found = parse(response.json()) if response.status_code == 200 else None
+        except ValueError:
+            found = None
+        if found:
+            _reported[key] = found
+            return found
+    if answered:
+        _reported[key] = None
+    return None
+
+
 _BEARER = re.compile(r"(?i)\b(bearer\s+|api[-_]?key\s*[=:]\s*)[^\s\"',]+")
 _KEYLIKE = re.compile(r"\b(sk|gsk|pk|rk|key)[-_][A-Za-z0-9_-]{8,}")
 
@@ -188,5 +271,5 @@ def wait_until_ready(base_url: str, timeout: float = 30.0) -> None:
         time.sleep(0.2)
 
 
-__all__ = ["PRESETS", "PROVIDERS", "ChatProvider", "Message", "OpenAICompatible", "Preset",
-           "wait_until_ready"]
+__all__ = ["MODEL_CONTEXT_FIELDS", "PRESETS", "PROVIDERS", "ChatProvider", "Message",
+           "OpenAICompatible", "Preset", "reported_context", "wait_until_ready"]

@@ -14,13 +14,20 @@ import logging
 import time
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
 from citewise.answer.answerer import NOT_FOUND, to_evidence
+from citewise.answer.budget import (
+    PRIMING,
+    PromptBuilder,
+    estimate_tokens,
+    fit_prompt,
+)
 from citewise.answer.extractive import ExtractiveAnswerer, idf_table, quote_stream
 from citewise.answer.llm import LLMAnswerer, fall_back
-from citewise.answer.pick import PickAnswerer
-from citewise.answer.providers import ChatProvider
+from citewise.answer.pick import PICK_TOKENS, PickAnswerer, PickStyle
+from citewise.answer.prompts import build_messages, pick_messages, write_after_pick
+from citewise.answer.providers import ChatProvider, Message, OpenAICompatible
 from citewise.answer.selection import (
     PASSAGES_PER_FILE,
     Scored,
@@ -32,7 +39,7 @@ from citewise.answer.selection import (
 )
 from citewise.config import Settings
 from citewise.embed import Embedder
-from citewise.errors import CitewiseError
+from citewise.errors import CitewiseError, ProviderError
 from citewise.retrieve.retriever import Retriever, SearchResult, clean_query
 from citewise.store.base import Store
 from citewise.text.analysis import identifier_parts, tokenize
@@ -196,20 +203,53 @@ class AnswerService:
                     question: str, evidence: Sequence[Evidence],
                     history: Sequence[tuple[str, str]], sentences: bool,
                     instructions: str = "") -> Iterator[Event]:
+        """The LLM answerer's events, its prompt fitted to the provider's context window
+        (:func:`~citewise.answer.budget.fit_prompt`: a ``notice`` status says what was left
+        out; the DoneEvent's metrics add the budget's)."""
         s = self.settings
         turns = history[-s.history_turns:] if s.history_turns else ()
-        common: dict[str, Any] = {
-            "count_tokens": self.embedder.count_tokens, "context_tokens": s.context_tokens,
-            "max_tokens": s.llm_max_tokens, "temperature": s.llm_temperature,
-            "support_threshold": s.support_threshold, "instructions": instructions}
+        count = self.embedder.count_tokens
         style = s.answer_style
         if style == "auto":  # the small bundled model answers better when it picks first
             style = "pick-write" if s.llm_provider.strip().lower() == "local" else "write"
-        if style != "write" and sentences:
-            return PickAnswerer(provider, fallback, style=style,
-                                max_picked=s.answer_sentences, **common
-                                ).stream(question, evidence, turns)
-        return LLMAnswerer(provider, fallback, **common).stream(question, evidence, turns)
+        picks = style != "write" and sentences
+        window = self.context_window(provider)
+        try:
+            fitted = fit_prompt(evidence, turns, build=_builder(question, count, instructions,
+                                                                picks),
+                                count_tokens=count, window=window,
+                                reserve=_reserve(question, style if picks else "write",
+                                                 s.llm_max_tokens, len(evidence), count),
+                                evidence_tokens=s.context_tokens)
+        except ProviderError as err:  # the rules, instructions and question alone overflow
+            yield from fall_back(str(err), fallback)
+            return
+        if fitted.notice:
+            yield StatusEvent(fitted.notice, stage="notice")
+        common: dict[str, Any] = {
+            "count_tokens": count, "context_tokens": fitted.evidence_tokens,
+            "max_tokens": s.llm_max_tokens, "temperature": s.llm_temperature,
+            "support_threshold": s.support_threshold, "instructions": instructions}
+        if picks:
+            events = PickAnswerer(provider, fallback, style=cast("PickStyle", style),
+                                  max_picked=s.answer_sentences, **common
+                                  ).stream(question, fitted.evidence, fitted.history)
+        else:
+            events = LLMAnswerer(provider, fallback, **common).stream(
+                question, fitted.evidence, fitted.history)
+        for event in events:
+            if isinstance(event, DoneEvent):
+                event = DoneEvent(replace(event.answer, metrics={**event.answer.metrics,
+                                                                 **fitted.metrics()}))
+            yield event
+
+    def context_window(self, provider: ChatProvider) -> int:
+        """The provider's context window in tokens: what its server reports
+        (:meth:`OpenAICompatible.context_length
+        <citewise.answer.providers.OpenAICompatible.context_length>`), else ``llm_context``."""
+        reported = (provider.context_length() if isinstance(provider, OpenAICompatible)
+                    else None)
+        return reported or self.settings.llm_context
 
     def not_found(self, text: str, filters: Mapping[str, Any] | None = None) -> str:
         """The not-found reply ``text``, naming files that could not be read (they may hold
@@ -222,6 +262,32 @@ class AnswerService:
         names = "; ".join(f"{d.path} ({d.error})" for d in failed[:5])
         more = f" and {len(failed) - 5} more" if len(failed) > 5 else ""
         return f"{text} Some files could not be read and may hold the answer: {names}{more}."
+
+
+def _builder(question: str, count_tokens: Callable[[str], int], instructions: str,
+             picks: bool) -> PromptBuilder:
+    """The prompt the answerer will send, for :func:`~citewise.answer.budget.fit_prompt`."""
+    make = pick_messages if picks else build_messages
+
+    def build(evidence: Sequence[Evidence], history: Sequence[tuple[str, str]],
+              budget_tokens: int) -> list[Message]:
+        return make(question, evidence, history, budget_tokens=budget_tokens,
+                    count_tokens=count_tokens, instructions=instructions)
+
+    return build
+
+
+def _reserve(question: str, style: str, max_tokens: int, passages: int,
+             count_tokens: Callable[[str], int]) -> int:
+    """Tokens the window must keep free after the prompt: the answer's ``max_tokens``; for
+    pick-write also the picking reply and the writing request that follow it
+    (:func:`~citewise.answer.prompts.write_after_pick`); for pick only the picking reply."""
+    if style == "pick":
+        return PICK_TOKENS
+    if style == "pick-write":
+        follow = write_after_pick([], "", list(range(1, passages + 1)), question)
+        return max_tokens + PICK_TOKENS + estimate_tokens(follow, count_tokens) - PRIMING
+    return max_tokens
 
 
 def _either(names: Sequence[str]) -> str:

@@ -62,6 +62,7 @@ from sqlalchemy.engine import Engine as SAEngine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 from sqlalchemy.sql.elements import ColumnElement
 
+from citewise.answer.budget import SUMMARY_QUESTION
 from citewise.answer.providers import ChatProvider
 from citewise.chat import schema
 from citewise.config import sqlalchemy_url
@@ -180,7 +181,7 @@ class History:
         """The turns, preceded by the summary as one pseudo-turn when there is one."""
         if not self.summary:
             return self.turns
-        return (("(summary of the earlier conversation)", self.summary), *self.turns)
+        return ((SUMMARY_QUESTION, self.summary), *self.turns)
 
 
 def migrate(engine: SAEngine) -> None:
