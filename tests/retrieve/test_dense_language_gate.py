@@ -72,3 +72,24 @@ def test_a_question_in_a_language_the_index_barely_holds_keeps_the_dense_leg(
     hits = engine.search("Когда выключается чайник K2?", top_k=2).hits
     assert hits and hits[0].document.path.endswith("kettle.md")
     assert hits[0].dense is not None
+
+
+def test_a_declined_question_in_a_language_the_index_lacks_names_the_multilingual_model(
+        make_engine, tmp_path) -> None:
+    """A newcomer's Russian question over the English docs got a bare "not found": nothing
+    said that the English-only embedding model cannot match it across languages."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "kettle.md").write_text(RU_DOCS["kettle.md"], encoding="utf-8")
+    engine = make_engine()
+    engine.ingest([folder])
+    answer = engine.ask("Сколько стоит доставка в Казань?", extractive=True)
+    assert not answer.found
+    assert answer.text.startswith("The documents do not contain an answer")
+    assert answer.text.endswith(
+        "The question is in Russian, which the index holds little of, and the embedding "
+        f"model ({engine.embedder.name}) does not read it: to ask in another language than "
+        "the documents', set CITEWISE_EMBEDDING_MODEL=e5 and run citewise reindex.")
+    # an English question declined over the same index gets no such hint
+    english = engine.ask("How much does delivery to Kazan cost?", extractive=True)
+    assert not english.found and "CITEWISE_EMBEDDING_MODEL" not in english.text

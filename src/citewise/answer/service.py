@@ -40,10 +40,15 @@ from citewise.answer.selection import (
 from citewise.config import Settings
 from citewise.embed import Embedder
 from citewise.errors import CitewiseError, ProviderError
-from citewise.retrieve.retriever import Retriever, SearchResult, clean_query
+from citewise.retrieve.retriever import (
+    ROUTING_MIN_SHARE,
+    Retriever,
+    SearchResult,
+    clean_query,
+)
 from citewise.store.base import Store
 from citewise.text.analysis import identifier_parts, tokenize
-from citewise.text.language import detect_language
+from citewise.text.language import detect_language, language_name
 from citewise.types import Answer, DoneEvent, Event, Evidence, StatusEvent
 
 log = logging.getLogger(__name__)
@@ -103,14 +108,15 @@ class AnswerService:
         evidence = to_evidence(result.hits)
         reading = Reading(evidence, evidence, timings_ms=dict(result.timings_ms))
         if not evidence:
-            reading.declined = self.not_found(NOT_FOUND, filters)
+            reading.declined = self.not_found(NOT_FOUND, filters, question)
             return reading
         if s.abstain:
             _, name_df = self.store.term_document_frequencies(name_terms(question))
             missing = unknown_names(question, name_df)
             if missing:  # a thing no document names: no sentence can answer for it
                 reading.declined = self.not_found(
-                    f"{NOT_FOUND[:-1]}: no document mentions {_either(missing)}.", filters)
+                    f"{NOT_FOUND[:-1]}: no document mentions {_either(missing)}.", filters,
+                    question)
                 return reading
         # the term weights read every chunk of each evidence document: only for a question
         # that is not declined above
@@ -131,7 +137,7 @@ class AnswerService:
                                          prefer_document=prefer_document)
         reading.timings_ms["sentences_ms"] = (time.perf_counter() - t0) * 1000
         if not reading.ranked or (s.abstain and not answerable(reading.ranked, question)):
-            reading.declined = self.not_found(NOT_FOUND, filters)
+            reading.declined = self.not_found(NOT_FOUND, filters, question)
             return reading
         reading.evidence = sentence_evidence(evidence, reading.ranked,
                                              max_passages=top_k or s.top_k,
@@ -159,7 +165,7 @@ class AnswerService:
         s = self.settings
         question = clean_query(question, s.max_query_chars)
         if not result.hits:
-            yield DoneEvent(Answer(question, self.not_found(NOT_FOUND, filters), (), False,
+            yield DoneEvent(Answer(question, self.not_found(NOT_FOUND, filters, question), (), False,
                                    "none", metrics=result.timings_ms))
             return
         files = len({h.document.id if h.document is not None else h.chunk_id
@@ -251,9 +257,14 @@ class AnswerService:
                     else None)
         return reported or self.settings.llm_context
 
-    def not_found(self, text: str, filters: Mapping[str, Any] | None = None) -> str:
+    def not_found(self, text: str, filters: Mapping[str, Any] | None = None,
+                  question: str = "") -> str:
         """The not-found reply ``text``, naming files that could not be read (they may hold
-        the answer); with a ``collections`` filter, only files of those collections."""
+        the answer); with a ``collections`` filter, only files of those collections. For a
+        ``question`` in a language the index holds little of and the embedding model does not
+        read (a Russian question over English documents with ``minilm``), the reply says so
+        and names the multilingual model (:meth:`language_hint`)."""
+        text += self.language_hint(question)
         readable = (filters or {}).get("collections")
         failed = [d for d in self.store.documents() if d.status == "failed"
                   and (readable is None or d.collection in readable)]
@@ -262,6 +273,22 @@ class AnswerService:
         names = "; ".join(f"{d.path} ({d.error})" for d in failed[:5])
         more = f" and {len(failed) - 5} more" if len(failed) > 5 else ""
         return f"{text} Some files could not be read and may hold the answer: {names}{more}."
+
+    def language_hint(self, question: str) -> str:
+        """The sentence 'The question is in Russian, ...' for a ``question`` whose language is
+        under :data:`~citewise.retrieve.retriever.ROUTING_MIN_SHARE` of the index and not one
+        the embedding model was trained on (a cross-language question only a multilingual
+        model can match); "" otherwise."""
+        language = detect_language(question) if question else ""
+        if not language or self.embedder.models_language(language):
+            return ""
+        counts = self.store.languages()
+        if counts.get(language, 0) >= ROUTING_MIN_SHARE * sum(counts.values()):
+            return ""
+        return (f" The question is in {language_name(language)}, which the index holds little "
+                f"of, and the embedding model ({self.embedder.name}) does not read it: to ask "
+                "in another language than the documents', set CITEWISE_EMBEDDING_MODEL=e5 and "
+                "run citewise reindex.")
 
 
 def _builder(question: str, count_tokens: Callable[[str], int], instructions: str,
