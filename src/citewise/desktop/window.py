@@ -28,6 +28,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from citewise.errors import DesktopError
 
@@ -173,13 +174,13 @@ def run(url: str, api_key: str, storage: Path, *, width: int = 1280, height: int
     called with the window once it is shown (tests drive it from there)."""
     app = application()
     window = ChatWindow(url, api_key, storage, width=width, height=height)
-    previous: dict[int, object] = {}
+    previous: list[tuple[signal.Signals, Any]] = []
 
     def quit_on(signum: int, frame: FrameType | None) -> None:
         app.quit()
 
     for signum in (signal.SIGINT, signal.SIGTERM):
-        previous[signum] = signal.signal(signum, quit_on)
+        previous.append((signum, signal.signal(signum, quit_on)))
     # Python runs signal handlers only between bytecodes: a timer lets it in while Qt waits
     wake = QTimer()
     wake.timeout.connect(lambda: None)
@@ -191,8 +192,8 @@ def run(url: str, api_key: str, storage: Path, *, width: int = 1280, height: int
         return app.exec()
     finally:
         wake.stop()
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)  # type: ignore[arg-type]
+        for number, handler in previous:
+            signal.signal(number, handler)
         window.close()
         window.dispose()
         app.processEvents()
