@@ -82,6 +82,17 @@ def test_without_the_desktop_extra_the_command_names_the_pip_command(monkeypatch
     assert "pip install 'citewise[desktop]'" in " ".join(result.output.split())
 
 
+def test_the_key_script_sets_the_key_on_the_servers_origin_only():
+    from citewise.desktop.window import KEY_STORE, key_script
+
+    assert KEY_STORE == "citewise.adminKey"  # where app.js keeps the key (KEY_STORE there)
+    assert 'const KEY_STORE = "citewise.adminKey";' in (
+        ROOT / "src/citewise/web/static/app.js").read_text(encoding="utf-8")
+    script = key_script("http://127.0.0.1:4242", 'k"); alert("x')
+    assert script.startswith('try { if (location.origin === "http://127.0.0.1:4242") ')
+    assert 'sessionStorage.setItem("citewise.adminKey", "k\\"); alert(\\"x");' in script
+
+
 # --- the window under Xvfb ---------------------------------------------------------------
 @pytest.fixture(scope="module")
 def display() -> Iterator[str]:

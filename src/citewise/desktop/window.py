@@ -34,7 +34,7 @@ from citewise.errors import DesktopError
 
 try:
     from PySide6.QtCore import QCoreApplication, Qt, QTimer, QUrl
-    from PySide6.QtGui import QDesktopServices, QIcon
+    from PySide6.QtGui import QDesktopServices
     from PySide6.QtWebEngineCore import (
         QWebEngineDownloadRequest,
         QWebEnginePage,
@@ -163,7 +163,6 @@ def application(argv: list[str] | None = None) -> QApplication:
     QCoreApplication.setAttribute(Qt.ApplicationAttribute.AA_ShareOpenGLContexts)
     app = QApplication(argv if argv is not None else [sys.argv[0]])
     app.setApplicationName("citewise")
-    app.setWindowIcon(QIcon.fromTheme("help-browser"))
     return app
 
 
