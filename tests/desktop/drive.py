@@ -26,7 +26,8 @@ from citewise.config import Settings
 from citewise.desktop import window as desktop_window
 from citewise.desktop.server import LocalServer
 
-STEP_TIMEOUT = 120.0  # seconds for one step (an upload embeds the file with the real model)
+STEP_TIMEOUT = 300.0  # seconds for one step (an upload embeds the file with the real model;
+#                       generous for a loaded machine: 2 idle cores need about 10)
 
 # the page's state, as JSON: what the checks and the waits read
 STATE_JS = """JSON.stringify({
