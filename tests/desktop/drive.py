@@ -6,8 +6,9 @@ It starts the window's :class:`~citewise.desktop.server.LocalServer`, opens the 
 for the chat page to say the server is up, takes a screenshot of the window from the X server
 (``OUT/desktop-window.png``), drops the FILEs on the window as a file manager does (a native Qt
 drag enter, move and drop carrying their file URLs), waits until the page has reported each
-file's upload (indexed, or an error), takes ``OUT/desktop-drop.png``, closes the window and
-checks that the server has stopped. What it saw is written to ``OUT/result.json``; a step that
+file's upload (indexed, or an error), takes ``OUT/desktop-drop.png``, follows two links to
+another site (a new tab, the same tab) and exports the feedback (a download into
+``OUT/downloads``), closes the window and checks that the server has stopped. What it saw is written to ``OUT/result.json``; a step that
 does not finish within its time ends the run with ``"error"`` set there (exit 1).
 """
 
@@ -21,6 +22,8 @@ import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from PySide6.QtCore import QObject, QUrl, Slot
 
 from citewise.config import Settings
 from citewise.desktop import window as desktop_window
@@ -48,6 +51,30 @@ STATE_JS = """JSON.stringify({
   dropZone: !(document.getElementById("drop-zone") || {hidden: true}).hidden,
   dpr: devicePixelRatio,
 })"""
+
+
+LINKS_JS = """(() => {
+  const a = document.createElement("a");
+  a.href = "https://example.org/new-tab";
+  a.target = "_blank";
+  document.body.append(a);
+  a.click();
+  a.remove();
+  document.getElementById("export-feedback").click();
+  setTimeout(() => { location.href = "https://example.org/same-tab"; }, 500);
+})()"""
+
+
+class UrlCatcher(QObject):
+    """Stands in for the system browser: records the URLs the window hands to it."""
+
+    def __init__(self, opened: list[str]) -> None:
+        super().__init__()
+        self.opened = opened
+
+    @Slot(QUrl)
+    def show(self, url: QUrl) -> None:
+        self.opened.append(url.toString())
 
 
 class Driver:
@@ -158,7 +185,36 @@ class Driver:
 
     def last_shot(self) -> None:
         self.screenshot("desktop-drop.png")
-        self.finish()
+        self.links_and_download()
+
+    def links_and_download(self) -> None:
+        """A ``target=_blank`` link and a same-tab navigation to another site (both must go to
+        the system browser, caught here by a URL handler), and *Export feedback (JSONL)*
+        (saved by the window's download handler)."""
+        from PySide6.QtGui import QDesktopServices
+
+        assert self.win is not None
+        opened: list[str] = []
+        self.catcher = UrlCatcher(opened)
+        QDesktopServices.setUrlHandler("https", self.catcher, "show")
+        downloads = self.out / "downloads"
+        self.win.profile.setDownloadPath(str(downloads))
+        self.win.page.runJavaScript(LINKS_JS)
+        deadline = time.monotonic() + STEP_TIMEOUT
+
+        def poll() -> None:
+            assert self.win is not None
+            saved = sorted(p.name for p in downloads.glob("*")) if downloads.is_dir() else []
+            if (len(opened) < 2 or not saved) and time.monotonic() < deadline:
+                desktop_window.QTimer.singleShot(250, poll)
+                return
+            self.result["opened_externally"] = opened
+            self.result["page_url_after_links"] = self.win.page.url().toString()
+            self.result["downloads"] = saved
+            self.result["status_bar"] = self.win.statusBar().currentMessage()
+            self.finish()
+
+        poll()
 
 
 def port_open(port: int) -> bool:

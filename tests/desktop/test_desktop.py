@@ -198,6 +198,13 @@ def test_window_shows_the_chat_page_and_indexes_files_dropped_on_it(display, tmp
     assert any("broken.pdf could not be indexed." in t and "corrupt or unsupported PDF" in t
                for t in texts), texts
     assert result["after_drop"]["healthText"].startswith("1 documents")
+    # other sites open in the system browser, the window stays on the page; downloads saved
+    assert result["opened_externally"] == ["https://example.org/new-tab",
+                                           "https://example.org/same-tab"]
+    assert result["page_url_after_links"].startswith(result["url"])
+    assert result["downloads"] == ["citewise-feedback.jsonl"]
+    assert result["status_bar"].startswith("Saved ") and result["status_bar"].endswith(
+        "citewise-feedback.jsonl")
     # closing the window stopped the server
     assert result["port_open_after_close"] is False
 
