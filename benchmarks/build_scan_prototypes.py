@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from citewise.embed import load_embedder
+from citewise.embed import Embedder, load_embedder
 from citewise.eval.cuad import load_contracts, overlaps
 from citewise.ingest.parsers.base import parser_for
 from citewise.scan.classify import (
@@ -90,6 +90,24 @@ def units_of(path: Path):  # type: ignore[no-untyped-def]
     data = path.read_bytes()
     parsed = parser_for(path, data).parse(path, data)
     return parsed.text, document_units(parsed)
+
+
+def scan_parser(doc: str) -> argparse.ArgumentParser:
+    """The arguments every CUAD scan script takes: the dataset folder ``cuad``, ``--model``
+    (the embedder name) and ``--cache`` (the unit embedding cache, see :class:`Cache`)."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
+    ap.add_argument("cuad", type=Path)
+    ap.add_argument("--model", default="minilm")
+    ap.add_argument("--cache", type=Path, default=Path("/tmp/citewise_scan_cache.npz"))
+    return ap
+
+
+def open_cache(args: argparse.Namespace, precision: str = "auto") -> tuple[Embedder, Cache]:
+    """(embedder ``args.model`` on ``CITEWISE_THREADS`` threads, default 1, batches of 32,
+    at ``precision``; the :class:`Cache` at ``args.cache`` over it)."""
+    embedder = load_embedder(args.model, int(os.environ.get("CITEWISE_THREADS", "1")), 32,
+                             precision)
+    return embedder, Cache(args.cache, embedder)
 
 
 def best_f1_threshold(best: list[tuple[float, bool]], positives: int) -> tuple[float, float]:
@@ -164,9 +182,7 @@ def verdict_thresholds(best: dict[str, list[tuple[float, bool]]], positives: dic
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("cuad", type=Path)
-    ap.add_argument("--model", default="minilm")
+    ap = scan_parser(__doc__)
     ap.add_argument("--per-type", type=int, default=400)
     ap.add_argument("--centroids", type=int, default=24)
     ap.add_argument("--background", type=int, default=256)
@@ -175,11 +191,9 @@ def main() -> None:
                     help="calibrate on the first N calibrate contracts by name (0 = all)")
     ap.add_argument("--min-positives", type=int, default=5,
                     help="types annotated in fewer calibrate contracts use the pooled threshold")
-    ap.add_argument("--cache", type=Path, default=Path("/tmp/citewise_scan_cache.npz"))
     args = ap.parse_args()
     started = time.perf_counter()
-    embedder = load_embedder(args.model, int(os.environ.get("CITEWISE_THREADS", "1")))
-    cache = Cache(args.cache, embedder)
+    embedder, cache = open_cache(args)
     rng = random.Random(7)
 
     examples: dict[str, list[str]] = {t: [] for t in CLAUSE_TYPES}
