@@ -94,10 +94,13 @@ def units_of(path: Path):  # type: ignore[no-untyped-def]
 
 def scan_parser(doc: str) -> argparse.ArgumentParser:
     """The arguments every CUAD scan script takes: the dataset folder ``cuad``, ``--model``
-    (the embedder name) and ``--cache`` (the unit embedding cache, see :class:`Cache`)."""
+    (the embedder name), ``--min-positives`` (see :func:`verdict_thresholds`) and ``--cache``
+    (the unit embedding cache, see :class:`Cache`)."""
     ap = argparse.ArgumentParser(description=doc.split("\n")[0])
     ap.add_argument("cuad", type=Path)
     ap.add_argument("--model", default="minilm")
+    ap.add_argument("--min-positives", type=int, default=5,
+                    help="types annotated in fewer calibrate contracts use the pooled threshold")
     ap.add_argument("--cache", type=Path, default=Path("/tmp/citewise_scan_cache.npz"))
     return ap
 
@@ -189,8 +192,6 @@ def main() -> None:
     ap.add_argument("--background-per-contract", type=int, default=20)
     ap.add_argument("--calibrate-limit", type=int, default=0,
                     help="calibrate on the first N calibrate contracts by name (0 = all)")
-    ap.add_argument("--min-positives", type=int, default=5,
-                    help="types annotated in fewer calibrate contracts use the pooled threshold")
     args = ap.parse_args()
     started = time.perf_counter()
     embedder, cache = open_cache(args)

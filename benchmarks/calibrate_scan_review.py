@@ -48,7 +48,6 @@ from citewise.scan.classify import ClauseClassifier, load_prototypes
 
 def main() -> None:
     ap = scan_parser(__doc__)
-    ap.add_argument("--min-positives", type=int, default=5)
     ap.add_argument("--dry-run", action="store_true", help="print, do not write the npz")
     args = ap.parse_args()
     started = time.perf_counter()

@@ -68,7 +68,6 @@ def main() -> None:
     ap.add_argument("--c", type=float, default=0.3)
     ap.add_argument("--margin-scale", type=float, default=20.0)
     ap.add_argument("--min-units", type=int, default=15)
-    ap.add_argument("--min-positives", type=int, default=5)
     args = ap.parse_args()
     started = time.perf_counter()
     embedder, cache = open_cache(args, "fp32")
