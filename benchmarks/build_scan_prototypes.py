@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from citewise.embed import Embedder, load_embedder
-from citewise.eval.cuad import load_contracts, overlaps
+from citewise.eval.cuad import Contract, load_contracts, overlaps
 from citewise.ingest.parsers.base import parser_for
 from citewise.scan.classify import (
     DEFAULT_THRESHOLD,
@@ -111,6 +111,32 @@ def open_cache(args: argparse.Namespace, precision: str = "auto") -> tuple[Embed
     embedder = load_embedder(args.model, int(os.environ.get("CITEWISE_THREADS", "1")), 32,
                              precision)
     return embedder, Cache(args.cache, embedder)
+
+
+def best_units(contracts: list[Contract], classifier: ClauseClassifier, cache: Cache,
+               progress: bool = False
+               ) -> tuple[dict[str, list[tuple[float, bool]]], dict[str, int]]:
+    """(best, positives) over ``contracts``: per type of ``classifier.prototypes.labels``, one
+    (score of the best-scoring clause unit, it overlaps an annotated clause of the type) pair
+    per contract that has clause units, and how many of those contracts annotate the type.
+    ``progress`` prints ``calibrate i/n`` after each such contract."""
+    labels = classifier.prototypes.labels
+    best: dict[str, list[tuple[float, bool]]] = {t: [] for t in labels}
+    positives = dict.fromkeys(labels, 0)
+    for i, contract in enumerate(contracts, 1):
+        _, units = units_of(contract.path)
+        if not units:
+            continue
+        scores = classifier.scores(cache.embed([u.text for u in units]))
+        for j, ctype in enumerate(labels):
+            k = int(np.argmax(scores[:, j]))
+            gold = contract.spans.get(ctype, [])
+            positives[ctype] += bool(gold)
+            best[ctype].append((float(scores[k, j]),
+                                overlaps((units[k].start, units[k].end), gold)))
+        if progress:
+            print(f"calibrate {i}/{len(contracts)}", flush=True)
+    return best, positives
 
 
 def best_f1_threshold(best: list[tuple[float, bool]], positives: int) -> tuple[float, float]:

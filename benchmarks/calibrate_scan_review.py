@@ -36,13 +36,13 @@ from build_scan_prototypes import (
     CONFIDENT_PRECISION,
     OUT,
     REVIEW_PRECISION,
+    best_units,
     open_cache,
     scan_parser,
-    units_of,
     verdict_thresholds,
 )
 
-from citewise.eval.cuad import load_contracts, overlaps
+from citewise.eval.cuad import load_contracts
 from citewise.scan.classify import ClauseClassifier, load_prototypes
 
 
@@ -56,21 +56,8 @@ def main() -> None:
     if not classifier.prototypes.thresholds:
         raise SystemExit(f"no shipped prototypes for {args.model}: run build_scan_prototypes.py")
     labels = classifier.prototypes.labels
-    best: dict[str, list[tuple[float, bool]]] = {t: [] for t in labels}
-    positives = dict.fromkeys(labels, 0)
-    contracts = load_contracts(args.cuad, "calibrate")
-    for i, contract in enumerate(contracts, 1):
-        _, units = units_of(contract.path)
-        if not units:
-            continue
-        scores = classifier.scores(cache.embed([u.text for u in units]))
-        for j, ctype in enumerate(labels):
-            k = int(np.argmax(scores[:, j]))
-            gold = contract.spans.get(ctype, [])
-            positives[ctype] += bool(gold)
-            best[ctype].append((float(scores[k, j]),
-                                overlaps((units[k].start, units[k].end), gold)))
-        print(f"calibrate {i}/{len(contracts)}", flush=True)
+    best, positives = best_units(load_contracts(args.cuad, "calibrate"), classifier, cache,
+                                 progress=True)
     f1 = classifier.prototypes.thresholds
     review, confident = verdict_thresholds(best, positives, f1, args.min_positives)
     print(f"precision wanted: review band {REVIEW_PRECISION:.2f}, confident "

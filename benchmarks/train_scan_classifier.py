@@ -33,6 +33,7 @@ from build_scan_prototypes import (
     OUT,
     Cache,
     best_f1_threshold,
+    best_units,
     open_cache,
     scan_parser,
     units_of,
@@ -89,19 +90,7 @@ def main() -> None:
     proto = Prototypes(base.model, labels, base.vectors, base.owner, {}, {}, {},
                        weights, bias, trained, args.margin_scale)
     classifier = ClauseClassifier(embedder, proto)
-    best: dict[str, list[tuple[float, bool]]] = {t: [] for t in labels}
-    positives = dict.fromkeys(labels, 0)
-    for contract in load_contracts(args.cuad, "calibrate"):
-        _, units = units_of(contract.path)
-        if not units:
-            continue
-        scores = classifier.scores(cache.embed([u.text for u in units]))
-        for j, ctype in enumerate(labels):
-            k = int(np.argmax(scores[:, j]))
-            gold = contract.spans.get(ctype, [])
-            positives[ctype] += bool(gold)
-            best[ctype].append((float(scores[k, j]),
-                                overlaps((units[k].start, units[k].end), gold)))
+    best, positives = best_units(load_contracts(args.cuad, "calibrate"), classifier, cache)
     pooled, _ = best_f1_threshold([b for t in labels for b in best[t]], sum(positives.values()))
     f1 = {}
     for ctype in labels:
