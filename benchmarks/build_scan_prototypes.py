@@ -257,22 +257,10 @@ def main() -> None:
                        np.concatenate([np.arange(len(labels)), proto.owner]), {})
     classifier = ClauseClassifier(embedder, proto)
 
-    best: dict[str, list[tuple[float, bool]]] = {t: [] for t in labels}
-    positives = dict.fromkeys(labels, 0)
     calib = load_contracts(args.cuad, "calibrate")
     if args.calibrate_limit:
         calib = calib[: args.calibrate_limit]
-    for i, contract in enumerate(calib, 1):
-        _, units = units_of(contract.path)
-        if not units:
-            continue
-        scores = classifier.scores(cache.embed([u.text for u in units]))
-        for j, ctype in enumerate(labels):
-            k = int(np.argmax(scores[:, j]))
-            gold = contract.spans.get(ctype, [])
-            positives[ctype] += bool(gold)
-            best[ctype].append((float(scores[k, j]), overlaps((units[k].start, units[k].end), gold)))
-        print(f"calibrate {i}/{len(calib)}", flush=True)
+    best, positives = best_units(calib, classifier, cache, progress=True)
     # one pooled threshold for types with too few calibration contracts to tune their own
     pooled, pooled_f1 = best_f1_threshold([b for t in labels for b in best[t]],
                                           sum(positives.values()))
