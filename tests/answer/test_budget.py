@@ -11,9 +11,8 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -24,6 +23,7 @@ from citewise.answer.providers import reported_context
 from citewise.errors import ProviderError
 from citewise.types import DoneEvent, StatusEvent
 from tests.conftest import CASES
+from tests.llm_fixtures import JSONHandler, serving
 
 N03 = CASES / "n03_context_overflow"
 QUESTION = json.loads((N03 / "queries.json").read_text())[0]["q"]
@@ -47,14 +47,11 @@ def _handbooks(tmp_path: Path) -> Path:
     return folder
 
 
-class _Window(BaseHTTPRequestHandler):
+class _Window(JSONHandler):
     """A chat server with a context of ``server.window`` tokens (counted with
     ``server.count`` plus 4 per message, as a chat template adds): it reports the window in
     ``/v1/models``, refuses a prompt plus ``max_tokens`` over it with HTTP 400, and otherwise
     answers from the passage of handbook_07.md section 7.9 it was sent, citing its number."""
-
-    def log_message(self, *args: object) -> None:
-        pass
 
     def do_GET(self) -> None:
         self.server.auth.add(self.headers.get("Authorization"))
@@ -90,29 +87,12 @@ class _Window(BaseHTTPRequestHandler):
             self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
         self.wfile.write(b"data: [DONE]\n\n")
 
-    def _json(self, status: int, body: dict[str, object]) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
 
 @pytest.fixture
 def windowed(embedder) -> Iterator[ThreadingHTTPServer]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Window)
-    server.window = WINDOW  # type: ignore[attr-defined]
-    server.count = embedder.count_tokens  # type: ignore[attr-defined]
-    server.prompts = []  # type: ignore[attr-defined]
-    server.refused = 0  # type: ignore[attr-defined]
-    server.auth = set()  # type: ignore[attr-defined]
-    server.url = f"http://127.0.0.1:{server.server_address[1]}/v1"  # type: ignore[attr-defined]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
+    with serving(_Window, window=WINDOW, count=embedder.count_tokens, prompts=[], refused=0,
+                 auth=set()) as server:
+        yield server
 
 
 def _engine(make_engine, tmp_path: Path, server, **overrides):
