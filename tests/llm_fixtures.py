@@ -10,12 +10,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
 from citewise.answer.local import BUNDLED, assemble, serve
 
 SMALL = "qwen2.5-coder-0.5b"
+S = TypeVar("S", bound=ThreadingHTTPServer)
 
 
 @pytest.fixture(scope="session")
@@ -70,15 +72,9 @@ def closed_port_url() -> str:
 
 
 @contextmanager
-def serving(handler: type[BaseHTTPRequestHandler], **attrs: object
-            ) -> Iterator[ThreadingHTTPServer]:
-    """A real ``ThreadingHTTPServer`` on a free 127.0.0.1 port, serving ``handler`` from a
-    daemon thread until the block ends, then shut down and closed. Each of ``attrs`` is set
-    on the server (where the handler reads it), and ``url`` is its ``/v1`` base URL."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    for name, value in attrs.items():
-        setattr(server, name, value)
-    server.url = f"http://127.0.0.1:{server.server_address[1]}/v1"  # type: ignore[attr-defined]
+def running(server: S) -> Iterator[S]:
+    """``server`` serving from a daemon thread until the block ends, then shut down and
+    closed."""
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -86,6 +82,20 @@ def serving(handler: type[BaseHTTPRequestHandler], **attrs: object
     finally:
         server.shutdown()
         server.server_close()
+
+
+@contextmanager
+def serving(handler: type[BaseHTTPRequestHandler], **attrs: object
+            ) -> Iterator[ThreadingHTTPServer]:
+    """A real ``ThreadingHTTPServer`` on a free 127.0.0.1 port, serving ``handler`` until the
+    block ends (:func:`running`). Each of ``attrs`` is set on the server (where the handler
+    reads it), and ``url`` is its ``/v1`` base URL."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    for name, value in attrs.items():
+        setattr(server, name, value)
+    server.url = f"http://127.0.0.1:{server.server_address[1]}/v1"  # type: ignore[attr-defined]
+    with running(server):
+        yield server
 
 
 class JSONHandler(BaseHTTPRequestHandler):
