@@ -165,8 +165,8 @@ class AnswerService:
         s = self.settings
         question = clean_query(question, s.max_query_chars)
         if not result.hits:
-            yield DoneEvent(Answer(question, self.not_found(NOT_FOUND, filters, question), (), False,
-                                   "none", metrics=result.timings_ms))
+            yield DoneEvent(Answer(question, self.not_found(NOT_FOUND, filters, question), (),
+                                   False, "none", metrics=result.timings_ms))
             return
         files = len({h.document.id if h.document is not None else h.chunk_id
                      for h in result.hits})
