@@ -58,6 +58,8 @@ def test_pick_write_is_one_request_whose_pick_line_is_not_shown(make_engine, tmp
     engine.ingest([_kitchen(tmp_path)])
     events, tokens, answer = _run(engine, KETTLE)
     assert broken_server.requests == 1
+    stages = [e.stage for e in events if isinstance(e, StatusEvent)]
+    assert stages.index("pick") < stages.index("generate")
     assert answer.mode == "llm" and answer.fallback_reason is None
     assert answer.text == tokens == "The warranty lasts 24 months [1]."
     assert answer.cited == (1,) and answer.metrics["picked"] == 1
