@@ -87,7 +87,7 @@ class _Misbehaving(BaseHTTPRequestHandler):
             self._json(403, {"error": {"message": "Incorrect API key provided: Bearer "
                                                   "sk-secret-do-not-print", "type": "auth"}})
         elif mode in ("echo", "unsupported", "garbage", "example", "wrong-number", "tags",
-                      "mixed", "pick-line", "pick-none"):
+                      "mixed"):
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.end_headers()
@@ -111,11 +111,6 @@ class _Misbehaving(BaseHTTPRequestHandler):
                     # across tokens as a model streams it
                     "example": ["The fee", " is EUR 3", "00 [", "2].", "The warranty",
                                 " lasts 24 months [1", "]."],
-                    # pick-write in one reply: the pick line split across pieces, then the
-                    # answer
-                    "pick-line": ["[", "1]", "\nThe warranty", " lasts 24 months [1]."],
-                    # "none", and the model goes on after it
-                    "pick-none": ["[0", "]\n", "The documents do not contain an answer."],
                 }[mode]
                 for piece, finish in [*((p, None) for p in pieces), ("", "stop")]:
                     chunk = {"choices": [{"index": 0, "delta": {"content": piece},
@@ -157,8 +152,7 @@ def broken_server() -> Iterator[ThreadingHTTPServer]:
     "garbage" (a malformed event), "echo" (repeats the rules), "unsupported" (an answer its
     citation does not support), "wrong-number" (a fluent answer whose number its citation
     contradicts), "tags" (a right answer wrapped in the prompt's evidence markers) or
-    "example" (the prompt's citation example, then a right answer), "pick-line" (a pick line
-    "[1]", then a right answer) or "pick-none" (the pick line "[0]", then more text). ``.url`` is its
+    "example" (the prompt's citation example, then a right answer). ``.url`` is its
     /v1 base URL and ``.requests`` counts chat calls."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Misbehaving)
     server.mode = "500"  # type: ignore[attr-defined]

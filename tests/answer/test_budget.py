@@ -19,8 +19,7 @@ from pathlib import Path
 import pytest
 
 from citewise.answer.budget import SUMMARY_QUESTION, estimate_tokens, fit_prompt
-from citewise.answer.pick import PICK_TOKENS
-from citewise.answer.prompts import PICK_WRITE_INSTRUCTION, build_messages
+from citewise.answer.prompts import build_messages
 from citewise.answer.providers import reported_context
 from citewise.errors import ProviderError
 from citewise.types import DoneEvent, StatusEvent
@@ -81,8 +80,6 @@ class _Window(BaseHTTPRequestHandler):
         n = next((int(n) for n, src in sent if "handbook_07.md > 7.9" in src), None)
         text = (f"Weekend overtime is compensated at 175 percent of the hourly base rate [{n}]."
                 if n else "The documents do not contain an answer to this question.")
-        if PICK_WRITE_INSTRUCTION.split("{", 1)[0] in messages[-1]["content"]:
-            text = f"[{n or 0}]\n{text}"  # pick-write: the pick line first
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.end_headers()
@@ -130,17 +127,17 @@ def _engine(make_engine, tmp_path: Path, server, **overrides):
     return engine
 
 
-def test_n03_pick_then_write_keeps_room_for_the_pick_line_and_the_answer(
-        make_engine, tmp_path, windowed) -> None:
+def test_n03_pick_then_write_keeps_room_for_both_calls(make_engine, tmp_path,
+                                                      windowed) -> None:
     engine = _engine(make_engine, tmp_path, windowed, answer_style="pick-write")
     events = list(engine.ask_stream(QUESTION, history=_history()))
     answer = next(e for e in events if isinstance(e, DoneEvent)).answer
-    assert windowed.refused == 0 and len(windowed.prompts) == 1  # one request
-    (tokens, picking), = windowed.prompts
-    assert tokens + PICK_TOKENS + SETTINGS["max_tokens"] <= WINDOW
+    assert windowed.refused == 0 and len(windowed.prompts) == 2  # the pick, then the write
+    picking, writing = windowed.prompts
+    assert writing[0] > picking[0] and writing[0] + SETTINGS["max_tokens"] <= WINDOW
+    assert writing[1][:len(picking[1])] == picking[1]  # the same prompt, continued
     assert answer.mode == "llm" and "175 percent" in answer.text
-    assert answer.text.startswith("Weekend")  # the pick line is not shown
-    assert set(answer.cited) <= _sent_numbers(picking)
+    assert set(answer.cited) <= _sent_numbers(picking[1])
 
 
 def _sent_numbers(messages: list[dict[str, str]]) -> set[int]:

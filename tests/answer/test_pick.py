@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from citewise.answer.pick import parse_pick, split_pick
+from citewise.answer.pick import parse_pick
 from citewise.answer.prompts import PICK_INSTRUCTION, pick_messages, write_after_pick
 from citewise.types import StatusEvent
 from tests.answer.test_llm import KETTLE, _kitchen, _run
@@ -32,51 +32,6 @@ TOASTER = "How many browning levels does the T1 toaster have?"
 ])
 def test_a_picking_reply_is_read_as_passage_numbers(reply: str, picked) -> None:
     assert parse_pick(reply, n=5, limit=3) == picked
-
-
-@pytest.mark.parametrize(("pieces", "line", "rest"), [
-    (["[2]", "\n", "The fee", " is EUR 250 [2]."], "[2]", "\n"),
-    (["[2], [", "4]\nThe fee"], "[2], [4]", "\nThe fee"),
-    ([" [3] The fee is"], " [3] ", "The fee is"),  # straight on, on the same line
-    (["The fee is EUR 250 [1]."], "", "The fee is EUR 250 [1]."),  # no pick line
-    (["[0]"], "[0]", ""),  # the reply ends in its pick line
-    (["[1], " * 20], "[1], " * 20, ""),  # never ends: not a pick line past 64 characters
-])
-def test_the_pick_line_is_split_from_the_answer_that_follows(pieces, line, rest) -> None:
-    stream = iter(pieces)
-    got_line, got_rest = split_pick(stream)
-    assert got_line == line and got_rest == rest
-    if pieces[0] == "[2]":  # the iterator is left after the piece that ended the line
-        assert list(stream) == ["The fee", " is EUR 250 [2]."]
-
-
-def test_pick_write_is_one_request_whose_pick_line_is_not_shown(make_engine, tmp_path,
-                                                                 broken_server) -> None:
-    broken_server.mode = "pick-line"
-    engine = make_engine(llm_provider="openai-compatible", llm_base_url=broken_server.url,
-                         llm_model="broken", answer_style="pick-write")
-    engine.ingest([_kitchen(tmp_path)])
-    events, tokens, answer = _run(engine, KETTLE)
-    assert broken_server.requests == 1
-    stages = [e.stage for e in events if isinstance(e, StatusEvent)]
-    assert stages.index("pick") < stages.index("generate")
-    assert answer.mode == "llm" and answer.fallback_reason is None
-    assert answer.text == tokens == "The warranty lasts 24 months [1]."
-    assert answer.cited == (1,) and answer.metrics["picked"] == 1
-    assert answer.metrics["llm_first_token_ms"] >= answer.metrics["pick_ms"] > 0
-
-
-def test_a_pick_line_of_zero_is_the_not_found_answer(make_engine, tmp_path,
-                                                     broken_server) -> None:
-    from citewise.answer.answerer import NOT_FOUND
-
-    broken_server.mode = "pick-none"
-    engine = make_engine(llm_provider="openai-compatible", llm_base_url=broken_server.url,
-                         llm_model="broken", answer_style="pick-write")
-    engine.ingest([_kitchen(tmp_path)])
-    _, tokens, answer = _run(engine, KETTLE)
-    assert broken_server.requests == 1
-    assert not answer.found and answer.text == tokens == NOT_FOUND
 
 
 def test_the_picking_prompt_keeps_the_writers_prefix_and_asks_for_numbers() -> None:

@@ -26,14 +26,14 @@ import re
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
-from typing import Any, Literal
+from typing import Literal
 
 from citewise.answer.answerer import NOT_FOUND
 from citewise.answer.extractive import quoted
 from citewise.answer.grounding import check_support
 from citewise.answer.llm import LLMAnswerer, fall_back
-from citewise.answer.prompts import pick_messages, pick_write_messages
-from citewise.answer.providers import ChatProvider, Message
+from citewise.answer.prompts import pick_messages, write_after_pick
+from citewise.answer.providers import ChatProvider
 from citewise.errors import ProviderError
 from citewise.types import Answer, DoneEvent, Event, Evidence, StatusEvent, TokenEvent
 
@@ -65,48 +65,6 @@ def parse_pick(reply: str, n: int, limit: int) -> list[int] | None:
 _NOT_FOUND_START = " ".join(NOT_FOUND.casefold().split()[:5])
 
 
-#: Characters of a pick line ("[2], [4]"); the first other character ends it.
-_PICK_LINE = frozenset("[]0123456789, \t")
-#: A reply whose first this many characters are all pick-line characters is not a pick.
-_PICK_LINE_MAX = 64
-
-
-def split_pick(pieces: Iterator[str]) -> tuple[str, str]:
-    """Reads ``pieces`` (a reply streamed by the model) up to the end of its pick line:
-    (the pick line, the text read after it). The pick line is the reply's leading run of
-    brackets, digits, commas and spaces ("[2], [4]"); it ends at the first other character
-    (a line break, or a word when the model goes straight on). The iterator is left at the
-    piece after the one that ended the line, so the caller streams the rest of the answer from
-    it. A reply that ends inside its pick line gives (the whole reply, "")."""
-    buf = ""
-    for piece in pieces:
-        buf += piece
-        start = len(buf) - len(buf.lstrip())
-        for i in range(start, len(buf)):
-            if buf[i] not in _PICK_LINE:
-                return buf[:i], buf[i:]
-        if len(buf) > _PICK_LINE_MAX:
-            return buf, ""
-    return buf, ""
-
-
-class _Rest:
-    """The rest of one streamed reply as a provider: ``stream()`` yields ``head`` and then
-    ``pieces`` (whatever the real provider streams after the pick line), ignoring the
-    messages, so :class:`~citewise.answer.llm.LLMAnswerer` checks and streams the answer part
-    of a reply that was requested once."""
-
-    def __init__(self, provider: ChatProvider, head: str, pieces: Iterator[str]) -> None:
-        self.name, self.model = provider.name, provider.model
-        self._head, self._pieces = head, pieces
-
-    def stream(self, messages: Sequence[Message], *, max_tokens: int,
-               temperature: float) -> Iterator[str]:
-        if self._head:
-            yield self._head
-        yield from self._pieces
-
-
 def _declines(reply: str) -> bool:
     return " ".join(reply.casefold().split()).lstrip("[(\"' ").startswith(_NOT_FOUND_START)
 
@@ -129,22 +87,16 @@ class PickAnswerer:
         self.count_tokens = count_tokens
         self.context_tokens = context_tokens
         self.max_picked = max_picked
-        self.max_tokens = max_tokens
-        self.temperature = temperature
-        self._writer_args: dict[str, Any] = {
-            "count_tokens": count_tokens, "context_tokens": context_tokens,
-            "max_tokens": max_tokens, "temperature": temperature,
-            "support_threshold": support_threshold, "max_sentences": max_sentences,
-            "instructions": instructions}
+        self.writer = LLMAnswerer(provider, fallback, count_tokens=count_tokens,
+                                  context_tokens=context_tokens, max_tokens=max_tokens,
+                                  temperature=temperature,
+                                  support_threshold=support_threshold,
+                                  max_sentences=max_sentences, instructions=instructions)
 
     def stream(self, question: str, evidence: Sequence[Evidence],
                history: Sequence[tuple[str, str]] = ()) -> Iterator[Event]:
         """Status and token events, then one DoneEvent (see DESIGN.md, Events); the
-        DoneEvent's metrics add ``pick_ms`` (request to the end of the pick line) and
-        ``picked`` (how many passages)."""
-        if self.style == "pick-write":
-            yield from self._pick_write(question, list(evidence), history)
-            return
+        DoneEvent's metrics add ``pick_ms`` (the picking call) and ``picked`` (how many)."""
         given = list(evidence)
         messages = pick_messages(question, given, history, budget_tokens=self.context_tokens,
                                  count_tokens=self.count_tokens,
@@ -164,66 +116,30 @@ class PickAnswerer:
             yield from self._fall_back(f"{self.provider.name} ({self.provider.model}): the "
                                        f"picking reply {reply.strip()[:40]!r} named no passage")
             return
-        metrics = self._metrics(messages, pick_ms, picked)
+        metrics = {"pick_ms": pick_ms, "picked": float(len(picked)),
+                   "prompt_tokens": float(sum(self.count_tokens(m["content"])
+                                              for m in messages))}
+        model = f"{self.provider.name}:{self.provider.model}"
         if not picked:
-            yield from self._not_found(question, metrics)
+            yield TokenEvent(NOT_FOUND)
+            yield DoneEvent(Answer(question, NOT_FOUND, (), False, "llm", metrics=metrics,
+                                   model=model))
             return
         by_n = {ev.citation.n: ev for ev in given}
         chosen = [by_n[n] for n in picked]
-        yield StatusEvent("quoting the chosen sentences", stage="answer")
-        text = quoted(chosen)
-        for i, word in enumerate(text.split(" ")):
-            yield TokenEvent(word if i == 0 else " " + word)
-        yield DoneEvent(Answer(
-            question, text, tuple(ev.citation for ev in given), True, "llm",
-            metrics={**metrics, "llm_first_token_ms": pick_ms, "llm_ms": pick_ms},
-            cited=tuple(picked), support=check_support(text, given, question=question),
-            model=f"{self.provider.name}:{self.provider.model}"))
-
-    def _pick_write(self, question: str, given: list[Evidence],
-                    history: Sequence[tuple[str, str]]) -> Iterator[Event]:
-        """One request: the reply's pick line (:func:`split_pick`, :func:`parse_pick`), then
-        the answer, streamed through :class:`~citewise.answer.llm.LLMAnswerer` with the
-        chosen passages as its evidence (a citation to any other is removed). A reply with no
-        pick line is checked as a written answer over all the evidence."""
-        messages = pick_write_messages(question, given, history,
-                                       budget_tokens=self.context_tokens,
-                                       count_tokens=self.count_tokens,
-                                       instructions=self.instructions)
-        yield StatusEvent(f"choosing the evidence with {self.provider.name} "
-                          f"({self.provider.model})", stage="pick")
-        t0 = time.perf_counter()
-        pieces = iter(self.provider.stream(messages, max_tokens=PICK_TOKENS + self.max_tokens,
-                                           temperature=self.temperature))
-        try:
-            line, rest = split_pick(pieces)
-        except ProviderError as err:
-            yield from self._fall_back(str(err))
+        if self.style == "pick":
+            yield StatusEvent("quoting the chosen sentences", stage="answer")
+            text = quoted(chosen)
+            for i, word in enumerate(text.split(" ")):
+                yield TokenEvent(word if i == 0 else " " + word)
+            yield DoneEvent(Answer(
+                question, text, tuple(ev.citation for ev in given), True, "llm",
+                metrics={**metrics, "llm_first_token_ms": pick_ms, "llm_ms": pick_ms},
+                cited=tuple(picked), support=check_support(text, given, question=question),
+                model=model))
             return
-        pick_ms = (time.perf_counter() - t0) * 1000
-        picked = parse_pick(line, len(given), self.max_picked) if line.strip() else None
-        if picked is None and not line.strip():
-            if _declines(rest):
-                picked = []
-            else:  # straight to the answer: every passage may be cited
-                picked = [ev.citation.n for ev in given]
-                rest = line + rest
-        if picked is None:
-            yield from self._fall_back(f"{self.provider.name} ({self.provider.model}): the "
-                                       f"picking reply {line.strip()[:40]!r} named no passage")
-            return
-        metrics = self._metrics(messages, pick_ms, picked)
-        if not picked:
-            close = getattr(pieces, "close", None)
-            if close is not None:
-                close()  # the model may go on after [0]: stop reading it
-            yield from self._not_found(question, metrics)
-            return
-        by_n = {ev.citation.n: ev for ev in given}
-        chosen = [by_n[n] for n in picked]
-        writer = LLMAnswerer(_Rest(self.provider, rest.lstrip(), pieces), self.fallback,
-                             **self._writer_args)
-        for event in writer.stream(question, chosen, history, messages=messages):
+        follow = write_after_pick(messages, reply.strip(), picked, question)
+        for event in self.writer.stream(question, chosen, history, messages=follow):
             if isinstance(event, DoneEvent):
                 answer = event.answer
                 citations = tuple(ev.citation for ev in given) if answer.found else ()
@@ -236,18 +152,8 @@ class PickAnswerer:
                                           else answer.citations, metrics=m))
             yield event
 
-    def _metrics(self, messages: Sequence[Message], pick_ms: float,
-                 picked: Sequence[int]) -> dict[str, float]:
-        return {"pick_ms": pick_ms, "picked": float(len(picked)),
-                "prompt_tokens": float(sum(self.count_tokens(m["content"]) for m in messages))}
-
-    def _not_found(self, question: str, metrics: dict[str, float]) -> Iterator[Event]:
-        yield TokenEvent(NOT_FOUND)
-        yield DoneEvent(Answer(question, NOT_FOUND, (), False, "llm", metrics=metrics,
-                               model=f"{self.provider.name}:{self.provider.model}"))
-
     def _fall_back(self, reason: str) -> Iterator[Event]:
         return fall_back(reason, self.fallback)
 
 
-__all__ = ["PICK_TOKENS", "PickAnswerer", "PickStyle", "parse_pick", "split_pick"]
+__all__ = ["PICK_TOKENS", "PickAnswerer", "PickStyle", "parse_pick"]

@@ -193,31 +193,6 @@ def pick_messages(question: str, evidence: Sequence[Evidence],
     return messages
 
 
-#: The one-request form of pick-then-write (:func:`pick_write_messages`): the numbers first, on
-#: a line of their own, then the answer from those passages.
-PICK_WRITE_INSTRUCTION = (
-    "First write, on a line of its own, the numbers of the passages that answer the question in "
-    "square brackets, best first; if none answers it, write [0] and stop. Then answer the "
-    "question from those passages only, citing them as the rules say. Answer in {language}."
-)
-
-
-def pick_write_messages(question: str, evidence: Sequence[Evidence],
-                        history: Sequence[tuple[str, str]], *, budget_tokens: int,
-                        count_tokens: Callable[[str], int], max_sentences: int = 4,
-                        instructions: str = "") -> list[Message]:
-    """:func:`build_messages` with :data:`PICK_WRITE_INSTRUCTION` in place of the answer
-    language: one request whose reply starts with the chosen passage numbers ("[2], [4]") and
-    goes on with the answer (:func:`citewise.answer.pick.split_pick`)."""
-    messages = build_messages(question, evidence, history, budget_tokens=budget_tokens,
-                              count_tokens=count_tokens, max_sentences=max_sentences,
-                              instructions=instructions)
-    last = messages[-1]["content"].rsplit("\nAnswer in ", 1)[0]
-    request = PICK_WRITE_INSTRUCTION.format(language=question_language(question))
-    messages[-1] = {"role": "user", "content": f"{last}\n{request}"}
-    return messages
-
-
 def write_after_pick(messages: Sequence[Message], reply: str, picked: Sequence[int],
                      question: str) -> list[Message]:
     """The picking conversation (``messages`` and the model's ``reply``) continued with the
@@ -230,6 +205,5 @@ def write_after_pick(messages: Sequence[Message], reply: str, picked: Sequence[i
                                         f"{question_language(question)}."}]
 
 
-__all__ = ["CITATION_EXAMPLE", "PICK_INSTRUCTION", "PICK_WRITE_INSTRUCTION", "SYSTEM_PROMPT",
-           "build_messages", "evidence_block", "pick_messages", "pick_write_messages",
-           "question_language", "write_after_pick"]
+__all__ = ["CITATION_EXAMPLE", "PICK_INSTRUCTION", "SYSTEM_PROMPT", "build_messages",
+           "evidence_block", "pick_messages", "question_language", "write_after_pick"]

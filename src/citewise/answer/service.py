@@ -18,13 +18,15 @@ from typing import Any, cast
 
 from citewise.answer.answerer import NOT_FOUND, to_evidence
 from citewise.answer.budget import (
+    PRIMING,
     PromptBuilder,
+    estimate_tokens,
     fit_prompt,
 )
 from citewise.answer.extractive import ExtractiveAnswerer, idf_table, quote_stream
 from citewise.answer.llm import LLMAnswerer, fall_back
 from citewise.answer.pick import PICK_TOKENS, PickAnswerer, PickStyle
-from citewise.answer.prompts import build_messages, pick_messages, pick_write_messages
+from citewise.answer.prompts import build_messages, pick_messages, write_after_pick
 from citewise.answer.providers import ChatProvider, Message, OpenAICompatible
 from citewise.answer.selection import (
     PASSAGES_PER_FILE,
@@ -219,9 +221,8 @@ class AnswerService:
         picks = style != "write" and sentences
         window = self.context_window(provider)
         try:
-            fitted = fit_prompt(evidence, turns,
-                                build=_builder(question, count, instructions,
-                                               style if picks else "write"),
+            fitted = fit_prompt(evidence, turns, build=_builder(question, count, instructions,
+                                                                picks),
                                 count_tokens=count, window=window,
                                 reserve=_reserve(question, style if picks else "write",
                                                  s.llm_max_tokens, len(evidence), count),
@@ -291,9 +292,9 @@ class AnswerService:
 
 
 def _builder(question: str, count_tokens: Callable[[str], int], instructions: str,
-             style: str) -> PromptBuilder:
+             picks: bool) -> PromptBuilder:
     """The prompt the answerer will send, for :func:`~citewise.answer.budget.fit_prompt`."""
-    make = {"pick": pick_messages, "pick-write": pick_write_messages}.get(style, build_messages)
+    make = pick_messages if picks else build_messages
 
     def build(evidence: Sequence[Evidence], history: Sequence[tuple[str, str]],
               budget_tokens: int) -> list[Message]:
@@ -306,11 +307,13 @@ def _builder(question: str, count_tokens: Callable[[str], int], instructions: st
 def _reserve(question: str, style: str, max_tokens: int, passages: int,
              count_tokens: Callable[[str], int]) -> int:
     """Tokens the window must keep free after the prompt: the answer's ``max_tokens``; for
-    pick-write also its pick line; for pick only the picking reply."""
+    pick-write also the picking reply and the writing request that follow it
+    (:func:`~citewise.answer.prompts.write_after_pick`); for pick only the picking reply."""
     if style == "pick":
         return PICK_TOKENS
     if style == "pick-write":
-        return max_tokens + PICK_TOKENS
+        follow = write_after_pick([], "", list(range(1, passages + 1)), question)
+        return max_tokens + PICK_TOKENS + estimate_tokens(follow, count_tokens) - PRIMING
     return max_tokens
 
 
