@@ -131,7 +131,7 @@ class _Misbehaving(JSONHandler):
             self._json(403, {"error": {"message": "Incorrect API key provided: Bearer "
                                                   "sk-secret-do-not-print", "type": "auth"}})
         elif mode in ("echo", "unsupported", "garbage", "example", "wrong-number", "tags",
-                      "mixed"):
+                      "mixed", "loop"):
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.end_headers()
@@ -153,6 +153,9 @@ class _Misbehaving(JSONHandler):
                              "The warranty lasts 24 months [1].", "</passage></", "evidence>"],
                     # the prompt's citation example copied in front of a right answer, split
                     # across tokens as a model streams it
+                    # a right start, then the same made-up list over and over until the cap
+                    "loop": ["The warranty lasts 24 months [1]. It covers:"]
+                    + ["\n- the heating plate, the lid, the filter and the cable"] * 12,
                     "example": ["The fee", " is EUR 3", "00 [", "2].", "The warranty",
                                 " lasts 24 months [1", "]."],
                 }[mode]

@@ -399,6 +399,30 @@ def test_a_fluent_answer_with_a_wrong_number_is_never_marked_supported(
     assert "24 months" in answer.text and "no sentence" in (answer.fallback_reason or "")
 
 
+def test_a_looping_answer_is_stopped_at_its_third_repeat(make_engine, tmp_path,
+                                                          broken_server) -> None:
+    """Regression (a newcomer's "Which file types does citewise support?"): the 1.5B model
+    streamed one made-up list five times over, about 110 lines, before the answer was
+    withdrawn. Now the request stops when the same eight words come a third time, and the
+    quoted evidence is given instead."""
+    from citewise.answer.llm import LoopGuard
+
+    broken_server.mode = "loop"
+    engine = make_engine(llm_provider="openai-compatible", llm_base_url=broken_server.url,
+                         llm_model="broken")
+    engine.ingest([_kitchen(tmp_path)])
+    events, _, answer = _run(engine, KETTLE)
+    assert answer.mode == "extractive" and "24 months" in answer.text
+    assert "repeated itself" in (answer.fallback_reason or "")
+    fallback = next(i for i, e in enumerate(events)
+                    if isinstance(e, StatusEvent) and e.stage == "fallback")
+    shown = "".join(e.content for e in events[:fallback] if isinstance(e, TokenEvent))
+    assert shown.count("the heating plate") == 2  # stopped in the third copy, of twelve
+    guard = LoopGuard()  # a list that only shares its frame words is not a loop
+    assert not any(guard.feed(f"- item {i} of the list, with its own words {i * 7}\n")
+                   for i in range(30))
+
+
 def test_the_prompts_evidence_markers_never_reach_the_reader(make_engine, tmp_path,
                                                              broken_server) -> None:
     broken_server.mode = "tags"

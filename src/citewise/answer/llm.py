@@ -7,7 +7,9 @@ tokens through the :class:`~citewise.answer.tags.PromptTagFilter` (the prompt's
 and the :class:`~citewise.answer.grounding.Attributor` (a verified citation for a sentence the
 model left uncited), and scores each sentence
 against its cited passages (:func:`~citewise.answer.grounding.check_support`). When the provider
-fails at any point (unreachable, timeout, HTTP error, empty or broken output), or the answer
+fails at any point (unreachable, timeout, HTTP error, empty or broken output), the answer
+loops (:class:`LoopGuard`: the request is stopped as soon as the same eight words come a
+third time), or the answer
 repeats six or more consecutive words of the instructions, or none of its sentences is
 supported by its citations, it logs the reason, emits a ``status`` event with stage
 ``fallback`` (clients discard the text streamed so far) and streams the extractive answer
@@ -51,6 +53,41 @@ _INSTRUCTIONS = _shingles(SYSTEM_PROMPT.split("Rules:", 1)[-1] + " " +
 def _repeats_instructions(text: str) -> bool:
     """True when the answer repeats six or more consecutive words of the system prompt."""
     return bool(_shingles(text) & _INSTRUCTIONS)
+
+
+#: An answer that holds the same run of :data:`LOOP_WORDS` words :data:`LOOP_REPEATS` times is
+#: looping: the request is stopped there and the answer falls back (seen with the 1.5B model:
+#: "Which file types does citewise support?" got one made-up list of formats five times over,
+#: about 110 lines, until its 400-token cap).
+LOOP_WORDS = 8
+LOOP_REPEATS = 3
+
+
+class LoopGuard:
+    """Counts each run of :data:`LOOP_WORDS` consecutive words of a streamed answer (lower
+    case, punctuation and citation marks ignored); ``feed(text)`` returns True once one run has
+    been seen :data:`LOOP_REPEATS` times. Words are counted when the next space shows they are
+    complete. Linear in the answer's length."""
+
+    def __init__(self) -> None:
+        self._pending = ""
+        self._words: list[str] = []
+        self._seen: dict[tuple[str, ...], int] = {}
+
+    def feed(self, text: str) -> bool:
+        self._pending += text
+        *done, self._pending = re.split(r"\s+", self._pending)
+        for raw in done:
+            word = _CITATION_MARK.sub("", raw).strip(".,:;()[]*`\"'-").casefold()
+            if not word:
+                continue
+            self._words.append(word)
+            if len(self._words) >= LOOP_WORDS:
+                run = tuple(self._words[-LOOP_WORDS:])
+                self._seen[run] = self._seen.get(run, 0) + 1
+                if self._seen[run] >= LOOP_REPEATS:
+                    return True
+        return False
 
 
 def _says_not_found(text: str) -> bool:
@@ -265,16 +302,25 @@ class LLMAnswerer:
         citations = CitationFilter(ev.citation.n for ev in given)
         attributor = Attributor(given, self.support_threshold, skip=_says_not_found,
                                 question=question)
+        loop = LoopGuard()
         pieces: list[str] = []
         t0 = time.perf_counter()
         first: float | None = None
         count = 0
         try:
-            for piece in self.provider.stream(messages, max_tokens=self.max_tokens,
-                                              temperature=self.temperature):
+            stream = self.provider.stream(messages, max_tokens=self.max_tokens,
+                                          temperature=self.temperature)
+            for piece in stream:
                 count += 1
                 if first is None:
                     first = time.perf_counter()
+                if loop.feed(piece):
+                    close = getattr(stream, "close", None)
+                    if close is not None:
+                        close()  # stop the generation: the rest would loop on
+                    raise ProviderError(f"{self.provider.name} ({self.provider.model}): the "
+                                        "answer repeated itself (the same words "
+                                        f"{LOOP_REPEATS} times); stopped")
                 text = not_found.feed(example.feed(tags.feed(piece)))
                 shown = attributor.feed(citations.feed(text if pieces else text.lstrip()))
                 if shown:
@@ -342,4 +388,5 @@ def fall_back(reason: str, fallback: Fallback) -> Iterator[Event]:
         yield event
 
 
-__all__ = ["LLMAnswerer", "LeadingExampleFilter", "NotFoundSentenceFilter", "fall_back"]
+__all__ = ["LLMAnswerer", "LeadingExampleFilter", "LoopGuard", "NotFoundSentenceFilter",
+           "fall_back"]

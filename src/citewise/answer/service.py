@@ -287,7 +287,7 @@ class AnswerService:
         if counts.get(language, 0) >= ROUTING_MIN_SHARE * sum(counts.values()):
             return ""
         return (f" The question is in {language_name(language)}, which the index holds little "
-                f"of, and the embedding model ({self.embedder.name}) does not read it: to ask "
+                f"of, and the embedding model ({self.settings.embedding_model}) does not read it: to ask "
                 "in another language than the documents', set CITEWISE_EMBEDDING_MODEL=e5 and "
                 "run citewise reindex.")
 
