@@ -17,7 +17,9 @@ counts rather than precomputed weights means the IDFs may move with ``N`` withou
 
 The index knows the store generation it was built from (:attr:`BM25Index.generation`); the
 store rebuilds it when the generation it reads in the query's snapshot differs (see
-:meth:`citewise.store.sqlite.SQLiteStore.sparse_search`).
+:meth:`citewise.store.sqlite.SQLiteStore.sparse_search`). Its arrays can be saved
+(:meth:`BM25Index.arrays`) and opened memory-mapped by the next process that reads the same
+state (:meth:`BM25Index.from_arrays`, :mod:`citewise.store.derived_files`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from citewise.store.bm25 import bm25_scores
+from citewise.store.derived_files import terms_array, terms_of
 
 
 @dataclass
@@ -92,6 +95,33 @@ class BM25Index:
             # the SQL path's total(n_terms) / count(*): an integer sum, exact in float64
             avgdl=float(length_array.sum()) / n if n else 0.0,
         )
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The arrays to save (:mod:`citewise.store.derived_files`); ``terms``: the
+        vocabulary in column order (:func:`~citewise.store.derived_files.terms_array`)."""
+        return {"rowids": self.rowids, "lengths": self.lengths, "indptr": self.indptr,
+                "positions": self.positions, "counts": self.counts,
+                "terms": terms_array(list(self.vocabulary))}
+
+    @classmethod
+    def from_arrays(cls, generation: int, arrays: Mapping[str, np.ndarray],
+                    vocabulary: dict[str, int] | None = None) -> BM25Index:
+        """The index of saved :meth:`arrays` (memory-mapped or not), its vocabulary read from
+        ``arrays["terms"]`` unless given (the one the arrays were built with); raises
+        ValueError when they do not fit together."""
+        rowids, lengths, indptr = arrays["rowids"], arrays["lengths"], arrays["indptr"]
+        positions, counts = arrays["positions"], arrays["counts"]
+        n = int(rowids.shape[0])
+        if (lengths.shape != (n,) or positions.shape != counts.shape or indptr.ndim != 1
+                or indptr.shape[0] < 1 or int(indptr[-1]) != positions.shape[0]):
+            raise ValueError("the saved BM25 arrays do not fit together")
+        if vocabulary is None:
+            vocabulary = terms_of(arrays["terms"], int(indptr.shape[0]) - 1)
+        elif len(vocabulary) != int(indptr.shape[0]) - 1:
+            raise ValueError("the vocabulary does not fit the saved BM25 arrays")
+        return cls(generation=generation, rowids=rowids, lengths=lengths,
+                   vocabulary=vocabulary, indptr=indptr, positions=positions, counts=counts,
+                   avgdl=float(lengths.sum()) / n if n else 0.0)
 
     @property
     def size(self) -> int:
