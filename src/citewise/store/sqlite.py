@@ -31,6 +31,13 @@ generation (:mod:`citewise.store.dense_index`): the float32 matrix of all vector
 exactly with one matrix-vector product (only the filter's rows when a filter keeps under a
 quarter of them) below ``dense_exact_below`` chunks (20,000), and from 20,000 chunks on
 through int8 codes (SimSIMD's int8 dot products) whose best shortlist is re-scored exactly.
+From ``derived_files_from`` chunks (20,000) both derived indexes are saved per generation in
+``<file>.derived/`` (:mod:`citewise.store.derived_files`) and the next process that reads the
+same state maps them (``numpy`` memmaps) instead of reading every row: a restart opens a
+large index in about a second, and only the pages its searches touch are resident. The
+folder is derived data too: any of it that does not match the state read is ignored and
+rebuilt, and deleting it costs only the rebuild. ``meta.index_id``, a random id written when
+the file is created, keeps one file's folders from matching another's.
 
 Migrations are named, ordered functions (``m001_initial``...) applied once each by
 :func:`citewise.store.migrations.run_migrations`; ``PRAGMA user_version`` counts those applied.
