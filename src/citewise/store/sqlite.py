@@ -292,6 +292,7 @@ class SQLiteStore(SQLStore):
         self._matrix: DenseIndex | None = None
         self._bm25: BM25Index | None = None
         self._stats: tuple[int, int, float] | None = None  # generation, N, avgdl
+        self._last_stamp: Stamp | None = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._migrate()
@@ -621,10 +622,16 @@ class SQLiteStore(SQLStore):
         :meth:`snapshot`), or None when indexes of its size are not saved."""
         if self.derived_files_from is None:
             return None
-        n, top = self.db.execute("SELECT count(*), coalesce(max(rowid), 0) FROM chunks").fetchone()
-        if int(n) < self.derived_files_from or int(n) == 0:
+        generation = self.generation()
+        known = self._last_stamp  # both legs load in one generation: count the rows once
+        if known is None or known.generation != generation:
+            n, top = self.db.execute(
+                "SELECT count(*), coalesce(max(rowid), 0) FROM chunks").fetchone()
+            known = Stamp(str(self._meta("index_id") or ""), generation, int(n), int(top))
+            self._last_stamp = known
+        if known.chunks < self.derived_files_from or known.chunks == 0:
             return None
-        return Stamp(str(self._meta("index_id") or ""), self.generation(), int(n), int(top))
+        return known
 
     def _mapped(self, kind: str, stamp: Stamp | None,
                 make: Callable[[dict[str, np.ndarray]], _Index]) -> _Index | None:
