@@ -301,3 +301,22 @@ def test_a_thread_in_an_older_snapshot_gets_that_state_and_keeps_the_newer_index
     reader.join(30)
     assert seen == [["tern.txt-0"]]
     assert fast.bm25_index_ready() and fast.sparse_search(tokenize("tern"), 5) == []
+
+
+def test_a_build_in_blocks_gives_the_same_arrays_as_one_block():
+    """The build counts ``block`` chunks at a time (a bounded peak at 1M chunks); the arrays
+    are the same whatever the block, a count past uint16 included."""
+    rng = np.random.default_rng(4)
+    words = [f"w{i}" for i in range(300)]
+    rows = [(2 * i + 1, " ".join(rng.choice(words, size=int(rng.integers(0, 40)))), 0)
+            for i in range(3_000)]
+    rows = [(r, t, len(t.split())) for r, t, _ in rows] + [(9_000, " ".join(["w1"] * 70_000), 70_000)]
+    for data in (rows, rows[:-1]):
+        whole = BM25Index.build(1, data, block=10**9)
+        for block in (1, 7, 1_000):
+            part = BM25Index.build(1, data, block=block)
+            for name in ("rowids", "lengths", "indptr", "positions", "counts"):
+                a, b = getattr(whole, name), getattr(part, name)
+                assert a.dtype == b.dtype and np.array_equal(a, b), (block, name)
+            assert part.vocabulary == whole.vocabulary and part.avgdl == whole.avgdl
+    assert whole.counts.dtype == np.uint16 and BM25Index.build(1, rows).counts.dtype == np.uint32

@@ -38,6 +38,70 @@ class TestPostgresStore(StoreSuite):
         assert not isinstance(store, FileBacked) and not isinstance(store, SelfChecking)
 
 
+class TestPostgresStoreBM25Index(TestPostgresStore):
+    """The whole suite again with BM25 from the in-memory index per process (built before
+    the search, here and in the other processes the suite starts)."""
+
+    @pytest.fixture
+    def store(self, postgres_url):
+        s = PostgresStore(postgres_url, bm25_index=True, bm25_build="wait")
+        yield s
+        s.close()
+
+    def opener(self, store) -> str:
+        return f"PostgresStore({store.url!r}, bm25_index=True, bm25_build='wait')"
+
+
+@pytest.mark.slow
+def test_bm25_from_the_index_equals_the_sql_scoring_on_scifact(postgres_url):
+    """The same 1,228 SciFact chunks (with deletes and rewrites), searched through the SQL
+    postings and through the in-memory index on one server: identical top 10 and top 50,
+    ids and scores to the last bit, filters included; a write (deletes) is seen at once."""
+    sql = PostgresStore(postgres_url)
+    index = PostgresStore(postgres_url, bm25_index=True, bm25_build="wait")
+    sql.bind_model("m", DIM)
+    rng = np.random.default_rng(0)
+    collection = _scifact(400)
+    for doc, chunks in collection:
+        _write((sql,), doc, chunks, rng)
+    for doc, _ in collection[::10]:
+        assert sql.delete_document(doc.id)
+    for doc, chunks in collection[5::10]:
+        _write((sql,), doc, [c for c in chunks if c.ordinal != 1], rng)
+    with (DATASETS / "scifact" / "queries.jsonl").open() as f:
+        queries = [json.loads(line)["text"] for line, _ in zip(f, range(300), strict=False)]
+    one_doc = {"document_ids": [collection[7][0].id, collection[8][0].id]}
+    for q in queries:
+        terms = tokenize(q)
+        for k, filters in ((10, None), (50, None), (10, one_doc)):
+            got = [(h.chunk_id, h.sparse) for h in index.sparse_search(terms, k, filters)]
+            want = [(h.chunk_id, h.sparse) for h in sql.sparse_search(terms, k, filters)]
+            assert got == want, q
+    first = index.sparse_search(tokenize(queries[0]), 1)[0].chunk_id
+    assert sql.delete_document(sql.get_chunks([first])[first][1].id)
+    assert first not in {h.chunk_id for h in index.sparse_search(tokenize(queries[0]), 50)}
+    assert index._bm25 is not None and index._bm25.generation == sql.generation()
+    sql.close()
+    index.close()
+
+
+def test_the_bm25_index_is_built_in_the_background_while_sql_answers(postgres_url):
+    store = PostgresStore(postgres_url, bm25_index=True)
+    sql = PostgresStore(postgres_url)
+    store.bind_model("m", DIM)
+    doc, chunks, vecs = make_doc("a.txt", ["cormorant feathers", "gull feathers"])
+    store.upsert_document(doc, chunks, vecs, [analyze(c.text) for c in chunks])
+    terms = tokenize("cormorant feathers")
+    want = [(h.chunk_id, h.sparse) for h in sql.sparse_search(terms, 5)]
+    assert [(h.chunk_id, h.sparse) for h in store.sparse_search(terms, 5)] == want  # SQL
+    assert store.bm25_index_ready(wait_s=30)
+    assert [(h.chunk_id, h.sparse) for h in store.sparse_search(terms, 5)] == want  # index
+    open_ = open_store(Settings(store=postgres_url, postgres_bm25_index=True))
+    assert isinstance(open_, PostgresStore) and open_.bm25_index
+    for s in (store, sql, open_):
+        s.close()
+
+
 def _stats_are_consistent(store: PostgresStore) -> None:
     """The term and collection statistics equal what the chunks themselves say."""
     db = store.db

@@ -39,6 +39,24 @@ class TestSQLiteStoreInt8Dense(TestSQLiteStore):
         s.close()
 
 
+class TestSQLiteStoreDerivedFiles(TestSQLiteStore):
+    """The whole suite again with every derived index saved next to the file and opened
+    memory-mapped (no size threshold; int8 codes from the first chunk on), here and in the
+    other processes the suite starts."""
+
+    OPTIONS = "bm25_build='wait', derived_files_from=0, dense_exact_below=0"
+
+    @pytest.fixture
+    def store(self, tmp_path):
+        s = SQLiteStore(tmp_path / "index.sqlite3", bm25_build="wait", derived_files_from=0,
+                        dense_exact_below=0)
+        yield s
+        s.close()
+
+    def opener(self, store) -> str:
+        return f"SQLiteStore({str(store.path)!r}, {self.OPTIONS})"
+
+
 def test_bm25_matches_an_independent_implementation(tmp_path):
     """Scores equal bm25s's (a separate BM25 library) over the same analysed token lists, with
     the store's parameters: Lucene's smoothed IDF, k1 = BM25_K1, b = BM25_B, float64."""

@@ -17,7 +17,9 @@ counts rather than precomputed weights means the IDFs may move with ``N`` withou
 
 The index knows the store generation it was built from (:attr:`BM25Index.generation`); the
 store rebuilds it when the generation it reads in the query's snapshot differs (see
-:meth:`citewise.store.sqlite.SQLiteStore.sparse_search`).
+:meth:`citewise.store.sqlite.SQLiteStore.sparse_search`). Its arrays can be saved
+(:meth:`BM25Index.arrays`) and opened memory-mapped by the next process that reads the same
+state (:meth:`BM25Index.from_arrays`, :mod:`citewise.store.derived_files`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from citewise.store.bm25 import bm25_scores
+from citewise.store.derived_files import terms_array, terms_of
+
+#: chunks whose tokens are counted at a time while building (see :meth:`BM25Index.build`)
+BUILD_BLOCK = 65_536
 
 
 @dataclass
@@ -55,13 +61,21 @@ class BM25Index:
     _masks: dict[object, np.ndarray] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def build(cls, generation: int, rows: Iterable[tuple[int, str, int]]) -> BM25Index:
+    def build(cls, generation: int, rows: Iterable[tuple[int, str, int]],
+              block: int = BUILD_BLOCK) -> BM25Index:
         """The index of ``rows``: ``(row key, analysed terms, n_terms)`` in ascending row-key
-        order, the terms space-separated as the store keeps them."""
+        order, the terms space-separated as the store keeps them.
+
+        Built ``block`` chunks at a time: each block's (term, chunk) pairs are counted and
+        sorted on their own (:func:`_block_postings`), then every block's postings are placed
+        at their term's next free slots, blocks in chunk order, so a term's chunks stay
+        ascending. The peak is the postings (about 10 bytes each) plus one block's tokens, not
+        four int64 arrays of every token (about 4 GB at 1M chunks)."""
         numbering: defaultdict[str, int] = defaultdict(itertools.count().__next__)
         number = numbering.__getitem__  # a new term gets the next number, in C
-        rowids: list[int] = []
-        lengths: list[int] = []
+        rowids = array("q")
+        lengths = array("q")
+        parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         token_ids = array("q")  # 8 bytes a token, not a Python list's pointer and int
         offsets = array("q", [0])
         for rowid, terms, n_terms in rows:
@@ -69,29 +83,68 @@ class BM25Index:
             lengths.append(n_terms)
             token_ids.extend(map(number, terms.split()))
             offsets.append(len(token_ids))
+            if len(offsets) > block:
+                parts.append(_block_postings(token_ids, offsets, len(rowids) - block))
+                token_ids, offsets = array("q"), array("q", [0])
+        if len(offsets) > 1:
+            parts.append(_block_postings(token_ids, offsets, len(rowids) - len(offsets) + 1))
+        del token_ids, offsets
         vocabulary = dict(numbering)
-        n = len(rowids)
-        ends: np.ndarray = np.frombuffer(offsets, dtype=np.int64)
-        chunk_of = np.repeat(np.arange(n, dtype=np.int64), ends[1:] - ends[:-1])
-        # one key per (term, chunk): sorting groups the postings by term, chunks ascending
-        keys = np.frombuffer(token_ids, dtype=np.int64) * max(n, 1) + chunk_of
-        keys, counts = np.unique(keys, return_counts=True)
-        terms_of_key = keys // max(n, 1)
-        indptr = np.zeros(len(vocabulary) + 1, dtype=np.int64)
-        np.cumsum(np.bincount(terms_of_key, minlength=len(vocabulary)), out=indptr[1:])
-        count_type = np.uint16 if counts.size == 0 or counts.max() < 2**16 else np.uint32
-        length_array = np.asarray(lengths, dtype=np.float64)
+        n, n_vocab = len(rowids), len(vocabulary)
+        indptr = np.zeros(n_vocab + 1, dtype=np.int64)
+        per_block = [np.bincount(term_of, minlength=n_vocab) for term_of, _, _ in parts]
+        if per_block:
+            np.cumsum(np.sum(per_block, axis=0), out=indptr[1:])
+        wide = any(c.dtype == np.uint32 for _, _, c in parts)
+        positions = np.empty(int(indptr[-1]), dtype=np.int32)
+        counts = np.empty(int(indptr[-1]), dtype=np.uint32 if wide else np.uint16)
+        free = indptr[:-1].copy()  # each term's next free slot
+        for (term_of, at, count), in_block in zip(parts, per_block, strict=True):
+            block_start = np.cumsum(in_block) - in_block  # a term's first posting in the block
+            slot = free[term_of] + (np.arange(term_of.shape[0]) - block_start[term_of])
+            positions[slot] = at
+            counts[slot] = count
+            free += in_block
+        del parts
+        length_array = np.frombuffer(lengths, dtype=np.int64).astype(np.float64)
         return cls(
             generation=generation,
-            rowids=np.asarray(rowids, dtype=np.int64),
+            rowids=np.frombuffer(rowids, dtype=np.int64).copy(),
             lengths=length_array,
             vocabulary=vocabulary,
             indptr=indptr,
-            positions=(keys % max(n, 1)).astype(np.int32),
-            counts=counts.astype(count_type),
+            positions=positions,
+            counts=counts,
             # the SQL path's total(n_terms) / count(*): an integer sum, exact in float64
             avgdl=float(length_array.sum()) / n if n else 0.0,
         )
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The arrays to save (:mod:`citewise.store.derived_files`); ``terms``: the
+        vocabulary in column order (:func:`~citewise.store.derived_files.terms_array`)."""
+        return {"rowids": self.rowids, "lengths": self.lengths, "indptr": self.indptr,
+                "positions": self.positions, "counts": self.counts,
+                "terms": terms_array(list(self.vocabulary))}
+
+    @classmethod
+    def from_arrays(cls, generation: int, arrays: Mapping[str, np.ndarray],
+                    vocabulary: dict[str, int] | None = None) -> BM25Index:
+        """The index of saved :meth:`arrays` (memory-mapped or not), its vocabulary read from
+        ``arrays["terms"]`` unless given (the one the arrays were built with); raises
+        ValueError when they do not fit together."""
+        rowids, lengths, indptr = arrays["rowids"], arrays["lengths"], arrays["indptr"]
+        positions, counts = arrays["positions"], arrays["counts"]
+        n = int(rowids.shape[0])
+        if (lengths.shape != (n,) or positions.shape != counts.shape or indptr.ndim != 1
+                or indptr.shape[0] < 1 or int(indptr[-1]) != positions.shape[0]):
+            raise ValueError("the saved BM25 arrays do not fit together")
+        if vocabulary is None:
+            vocabulary = terms_of(arrays["terms"], int(indptr.shape[0]) - 1)
+        elif len(vocabulary) != int(indptr.shape[0]) - 1:
+            raise ValueError("the vocabulary does not fit the saved BM25 arrays")
+        return cls(generation=generation, rowids=rowids, lengths=lengths,
+                   vocabulary=vocabulary, indptr=indptr, positions=positions, counts=counts,
+                   avgdl=float(lengths.sum()) / n if n else 0.0)
 
     @property
     def size(self) -> int:
@@ -164,6 +217,24 @@ class BM25Index:
         order = np.lexsort((hit, -scores[hit]))[:k]
         best = hit[order]
         return self.rowids[best], scores[best]
+
+
+def _block_postings(token_ids: array[int], offsets: array[int],
+                    first: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The postings of one block of chunks: ``token_ids`` (term numbers, chunk after chunk)
+    split at ``offsets`` (the block's chunk j holds ``token_ids[offsets[j]:offsets[j + 1]]``
+    and is chunk ``first + j``), as ``(term int32, chunk position int32, count uint16 or
+    uint32)`` arrays, one entry per (term, chunk), sorted by term, then chunk."""
+    ends = np.frombuffer(offsets, dtype=np.int64)
+    width = ends.shape[0] - 1
+    chunk_of = np.repeat(np.arange(width, dtype=np.int64), ends[1:] - ends[:-1])
+    # one key per (term, chunk): sorting groups the postings by term, chunks ascending
+    keys = np.frombuffer(token_ids, dtype=np.int64) * max(width, 1) + chunk_of
+    del chunk_of
+    keys, counts = np.unique(keys, return_counts=True)
+    count_type = np.uint16 if counts.size == 0 or counts.max() < 2**16 else np.uint32
+    return ((keys // max(width, 1)).astype(np.int32),
+            (keys % max(width, 1) + first).astype(np.int32), counts.astype(count_type))
 
 
 def hashable(key: object) -> bool:

@@ -28,12 +28,16 @@ the shortlist is scored exactly.
 The index knows the store generation it was built from (:attr:`DenseIndex.generation`); the
 store rebuilds it when the generation it reads in a query's snapshot differs (see
 :meth:`citewise.store.sqlite.SQLiteStore.dense_search`), so a deleted chunk is never served
-and a committed one never missed.
+and a committed one never missed. Its arrays can be saved (:meth:`DenseIndex.arrays`) and
+opened memory-mapped by the next process that reads the same state
+(:meth:`DenseIndex.from_arrays`, :mod:`citewise.store.derived_files`): then only the pages a
+search reads are resident (a search through codes reads all codes and the shortlist's vectors).
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -173,6 +177,33 @@ class DenseIndex:
             codes = int8_codes(vectors, scales)
         return cls(generation, np.asarray(rowids, dtype=np.int64), vectors, scales, codes,
                    rescore_factor, rescore_min)
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The arrays to save (:mod:`citewise.store.derived_files`): row keys, vectors and,
+        when the index has them, scales and codes."""
+        out = {"rowids": self.rowids, "vectors": self.vectors}
+        if self.codes is not None and self.scales is not None:
+            out |= {"scales": self.scales, "codes": self.codes}
+        return out
+
+    @classmethod
+    def from_arrays(cls, generation: int, arrays: Mapping[str, np.ndarray], *,
+                    exact_below: int = EXACT_BELOW, rescore_factor: int = RESCORE_FACTOR,
+                    rescore_min: int = RESCORE_MIN) -> DenseIndex:
+        """The index of saved :meth:`arrays` (memory-mapped or not), with codes when
+        ``n >= exact_below`` (the saved ones, or computed now when none were saved); raises
+        ValueError when the arrays do not fit together."""
+        rowids, vectors = arrays["rowids"], arrays["vectors"]
+        n = int(rowids.shape[0])
+        if vectors.ndim != 2 or vectors.shape[0] != n or vectors.dtype != np.float32:
+            raise ValueError("the saved dense arrays do not fit together")
+        scales = codes = None
+        if n and n >= exact_below:
+            scales, codes = arrays.get("scales"), arrays.get("codes")
+            if scales is None or codes is None or codes.shape != vectors.shape:
+                scales = int8_scales(vectors)
+                codes = int8_codes(vectors, scales)
+        return cls(generation, rowids, vectors, scales, codes, rescore_factor, rescore_min)
 
     @property
     def size(self) -> int:

@@ -19,28 +19,30 @@ from citewise.store.sqlite import SQLiteStore
 __all__ = ["POSTGRES_SCHEMES", "open_location", "open_store"]
 
 
-def _postgres(url: str, ef_search: int, named: str) -> Store:
+def _postgres(url: str, ef_search: int, named: str, bm25_index: bool = False) -> Store:
     """The PostgreSQL store at ``url``; ConfigError (prefixed ``named``) when the
     ``postgres`` extra is not installed."""
     try:
         from citewise.store.postgres import PostgresStore
     except ModuleNotFoundError as err:
         raise ConfigError(f"{named}: {err}") from None
-    return PostgresStore(url, ef_search=ef_search)
+    return PostgresStore(url, ef_search=ef_search, bm25_index=bm25_index)
 
 
 def open_store(settings: Settings) -> Store:
     """The store named by ``CITEWISE_STORE``: empty = ``$CITEWISE_HOME/index.sqlite3``; a
     folder or ``.sqlite3`` path = SQLite there; ``postgresql://user:pass@host:port/db`` =
     :class:`~citewise.store.postgres.PostgresStore` (needs ``pip install 'citewise[postgres]'``),
-    searched with ``CITEWISE_HNSW_EF_SEARCH``; SQLite's dense search is exact below
+    searched with ``CITEWISE_HNSW_EF_SEARCH`` (BM25 from an in-memory index per process with
+    ``CITEWISE_POSTGRES_BM25_INDEX``); SQLite's dense search is exact below
     ``CITEWISE_DENSE_EXACT_BELOW`` chunks.
 
     Raises ConfigError for another URL scheme, IndexError_ when the index cannot be opened.
     """
     if "://" in settings.store:
         if is_postgres_url(settings.store):
-            return _postgres(settings.store, settings.hnsw_ef_search, "CITEWISE_STORE")
+            return _postgres(settings.store, settings.hnsw_ef_search, "CITEWISE_STORE",
+                             settings.postgres_bm25_index)
         scheme = settings.store.split("://", 1)[0]
         raise ConfigError(
             f"CITEWISE_STORE: the {scheme!r} backend is not available; give a folder or "

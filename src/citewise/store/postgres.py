@@ -22,7 +22,12 @@ Design
   :func:`citewise.store.bm25.bm25_scores` (Lucene's smoothed IDF, k1=0.9, b=0.4), with
   every matching chunk scored exactly, so both stores rank the same data the same way.
   Tokens come from :mod:`citewise.text.analysis`, as for SQLite; PostgreSQL's own text
-  search is not used (``ts_rank`` is not BM25).
+  search is not used (``ts_rank`` is not BM25). With ``bm25_index`` (opt-in,
+  ``CITEWISE_POSTGRES_BM25_INDEX``) each process answers BM25 from the SQLite store's
+  in-memory postings index (:class:`~citewise.store.bm25_index.BM25Index`), built from
+  ``chunks.terms`` once per ``generation`` inside the query's snapshot, so it never serves a
+  deleted chunk nor misses a committed one (a write by any process bumps the generation);
+  the same scores, every matching chunk scored, without reading the postings rows.
 * ``chunks.language`` is each chunk's detected language (ISO 639-1), for language routing and
   the ``language`` filter.
 * ``citewise_meta`` holds the embedding model name and dimension and the analyzer version of
@@ -41,13 +46,14 @@ see one committed state. Each thread gets its own connection.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -55,6 +61,7 @@ from citewise.config import libpq_url, redact_url
 from citewise.errors import ConfigError, IndexError_
 from citewise.store.base import Filters, IndexInfo, nested_read_transaction
 from citewise.store.bm25 import idf_sql, term_score_sql
+from citewise.store.bm25_index import BM25Index, query_counts
 from citewise.store.migrations import named, pending, run_migrations
 from citewise.store.scope import scoped_document_ids
 from citewise.store.sql import (
@@ -77,6 +84,8 @@ from citewise.store.sql import (
     insert_sql,
 )
 from citewise.types import Chunk, Document, Hit
+
+_log = logging.getLogger(__name__)
 
 try:
     import psycopg
@@ -315,8 +324,19 @@ class PostgresStore(SQLStore):
     PATH_ORDER = 'd.path COLLATE "C"'
 
     def __init__(self, url: str, *, ef_search: int = 100, hnsw_m: int = 16,
-                 hnsw_ef_construction: int = 64) -> None:
+                 hnsw_ef_construction: int = 64, bm25_index: bool = False,
+                 bm25_build: Literal["background", "wait"] = "background") -> None:
         self.url = libpq_url(url)
+        #: BM25 from an in-memory postings index per generation (see the module docstring);
+        #: False: in SQL over ``postings``
+        self.bm25_index = bm25_index
+        #: a missing or older index: ``background`` builds it in a thread while SQL answers,
+        #: ``wait`` builds it first
+        self.bm25_build = bm25_build
+        self._bm25: BM25Index | None = None
+        self._bm25_lock = threading.Lock()
+        self._building: threading.Thread | None = None
+        self._thread_lock = threading.Lock()
         self.ef_search = ef_search
         self.hnsw_m, self.hnsw_ef_construction = hnsw_m, hnsw_ef_construction
         self._local = threading.local()
@@ -765,11 +785,96 @@ class PostgresStore(SQLStore):
         df.update({t: int(d) for t, d in rows})
         return int(n), df
 
+    def _load_bm25_index(self) -> BM25Index:
+        """The BM25 index of the state this thread reads (call it inside :meth:`snapshot`):
+        the kept one when its generation is the one read, else one built from that state's
+        ``chunks`` rows (streamed through a server-side cursor) and kept when it is newer."""
+        generation = self.generation()
+        index = self._bm25
+        if index is not None and index.generation == generation:
+            return index
+        with self._bm25_lock:
+            index = self._bm25
+            if index is not None and index.generation == generation:
+                return index
+            with self.db.cursor(name="citewise_bm25_build") as cur:
+                cur.itersize = 20_000
+                cur.execute("SELECT seq, terms, n_terms FROM chunks ORDER BY seq")
+                built = BM25Index.build(generation, cur)
+            if index is None or index.generation < generation:
+                self._bm25 = built
+            return built
+
+    def _background_build(self) -> None:
+        """Build the index of the newest state in a thread of its own (one at a time)."""
+        with self._thread_lock:
+            if self._building is not None and self._building.is_alive():
+                return
+
+            def build() -> None:
+                try:
+                    with self.snapshot():
+                        self._load_bm25_index()
+                except psycopg.Error as err:  # the next search starts another
+                    _log.debug("BM25 index build failed: %s", err)
+
+            self._building = threading.Thread(target=build, name="citewise-pg-bm25-build",
+                                              daemon=True)
+            self._building.start()
+
+    def bm25_index_ready(self, wait_s: float = 0.0) -> bool:
+        """True when the kept BM25 index reflects the newest committed state; first waits up
+        to ``wait_s`` seconds for a build running in the background."""
+        building = self._building
+        if wait_s > 0 and building is not None:
+            building.join(wait_s)
+        index = self._bm25
+        return index is not None and index.generation == self.generation()
+
+    def _indexed_sparse_search(self, terms: Sequence[str], k: int,
+                               filters: Filters | None) -> list[Hit] | None:
+        """BM25 from the in-memory index of the state read; None when it is not built yet
+        and ``bm25_build`` is ``background`` (a build is started)."""
+        query_tf = query_counts(terms)
+        wanted = ChunkFilter.parse(filters)
+        if not query_tf or k <= 0 or (wanted is not None and wanted.matches_nothing):
+            return []
+        with self.snapshot():
+            index = self._bm25
+            if index is None or index.generation != self.generation():
+                if self.bm25_build == "background":
+                    self._background_build()
+                    return None
+                index = self._load_bm25_index()
+            mask = None
+            if wanted is not None:
+                mask = index.cached_mask(wanted)
+                if mask is None:
+                    where, params = self._filter_sql(filters)
+                    allowed = np.fromiter(
+                        (r[0] for r in self.db.execute(
+                            f"SELECT c.seq FROM chunks c WHERE {where}", params)),
+                        dtype=np.int64)
+                    mask = index.cached_mask(wanted, allowed)
+            seqs, scores = index.top(query_tf, k, mask)
+            if not len(seqs):
+                return []
+            ids = dict(self.db.execute("SELECT seq, id FROM chunks WHERE seq = ANY(%s)",
+                                       ([int(q) for q in seqs],)).fetchall())
+            return [Hit(chunk_id=ids[int(q)], score=float(v), source="sparse", sparse=float(v))
+                    for q, v in zip(seqs, scores, strict=True) if int(q) in ids]
+
     def sparse_search(
         self, terms: Sequence[str], k: int, filters: Filters | None = None
     ) -> list[Hit]:
         """BM25 top-k (see the module docstring): ``sparse`` >= 0, best first, ties in
-        insertion order. Every chunk holding a query term is scored, in SQL."""
+        insertion order. Every chunk holding a query term is scored, in SQL, or with
+        ``bm25_index`` from the in-memory index of the state read (SQL while it is built in
+        the background)."""
+        if self.bm25_index:
+            hits = self._indexed_sparse_search(terms, k, filters)
+            if hits is not None:
+                return hits
         where, params = self._filter_sql(filters)
         query_tf = Counter(t for t in terms if t)
         if not query_tf or k <= 0:

@@ -31,6 +31,13 @@ generation (:mod:`citewise.store.dense_index`): the float32 matrix of all vector
 exactly with one matrix-vector product (only the filter's rows when a filter keeps under a
 quarter of them) below ``dense_exact_below`` chunks (20,000), and from 20,000 chunks on
 through int8 codes (SimSIMD's int8 dot products) whose best shortlist is re-scored exactly.
+From ``derived_files_from`` chunks (20,000) both derived indexes are saved per generation in
+``<file>.derived/`` (:mod:`citewise.store.derived_files`) and the next process that reads the
+same state maps them (``numpy`` memmaps) instead of reading every row: a restart opens a
+large index in about a second, and only the pages its searches touch are resident. The
+folder is derived data too: any of it that does not match the state read is ignored and
+rebuilt, and deleting it costs only the rebuild. ``meta.index_id``, a random id written when
+the file is created, keeps one file's folders from matching another's.
 
 Migrations are named, ordered functions (``m001_initial``...) applied once each by
 :func:`citewise.store.migrations.run_migrations`; ``PRAGMA user_version`` counts those applied.
@@ -40,21 +47,25 @@ from __future__ import annotations
 
 import json
 import logging
+import secrets
+import shutil
 import sqlite3
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 
 from citewise.errors import IndexChangedError, IndexError_
+from citewise.store import derived_files
 from citewise.store.base import Filters, IndexInfo, nested_read_transaction
 from citewise.store.bm25 import BM25_B, BM25_K1, bm25_scores
 from citewise.store.bm25_index import BM25Index, hashable, query_counts
 from citewise.store.dense_index import EXACT_BELOW, RESCORE_FACTOR, RESCORE_MIN, DenseIndex
+from citewise.store.derived_files import Stamp, derived_folder
 from citewise.store.migrations import named, run_migrations
 from citewise.store.scope import scoped_document_ids
 from citewise.store.sql import (
@@ -79,6 +90,11 @@ from citewise.store.sql import (
 from citewise.types import Chunk, Document, Hit
 
 _log = logging.getLogger(__name__)
+
+#: indexes of at least this many chunks are saved next to the index file (below it a build
+#: takes under a second); see :mod:`citewise.store.derived_files`
+DERIVED_FILES_FROM = 20_000
+_Index = TypeVar("_Index", BM25Index, DenseIndex)
 
 # the BM25 names stay importable from here, where they were defined before citewise.store.bm25
 __all__ = ["BM25_B", "BM25_K1", "MIGRATIONS", "SQLiteStore", "bm25_scores"]
@@ -224,9 +240,11 @@ def _immediate(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
 
 
 def _remove_sqlite_files(path: Path) -> None:
-    """Delete the SQLite file ``path`` with its WAL, shared-memory and journal files."""
+    """Delete the SQLite file ``path`` with its WAL, shared-memory and journal files and its
+    derived indexes (:mod:`citewise.store.derived_files`)."""
     for suffix in ("", "-wal", "-shm", "-journal"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
+    shutil.rmtree(derived_folder(path), ignore_errors=True)
 
 
 class SQLiteStore(SQLStore):
@@ -243,7 +261,8 @@ class SQLiteStore(SQLStore):
                  bm25_index: bool = True,
                  bm25_build: Literal["background", "wait"] = "background",
                  dense_exact_below: int = EXACT_BELOW, dense_rescore_factor: int = RESCORE_FACTOR,
-                 dense_rescore_min: int = RESCORE_MIN) -> None:
+                 dense_rescore_min: int = RESCORE_MIN,
+                 derived_files_from: int | None = DERIVED_FILES_FROM) -> None:
         self.path = Path(path)
         self._busy_timeout_s = busy_timeout_s
         #: BM25 through the in-memory :class:`~citewise.store.bm25_index.BM25Index` (exact
@@ -259,6 +278,10 @@ class SQLiteStore(SQLStore):
         self.dense_exact_below = dense_exact_below
         self.dense_rescore_factor = dense_rescore_factor
         self.dense_rescore_min = dense_rescore_min
+        #: indexes of at least this many chunks are saved next to the file per generation
+        #: and opened memory-mapped by the next process reading that state
+        #: (:mod:`citewise.store.derived_files`); None: never saved, always built
+        self.derived_files_from = derived_files_from
         self._building: threading.Thread | None = None
         # the BM25 build has locks of its own: a build (seconds) never holds up a dense
         # search's matrix load or a search that only checks whether a build is running
@@ -269,6 +292,7 @@ class SQLiteStore(SQLStore):
         self._matrix: DenseIndex | None = None
         self._bm25: BM25Index | None = None
         self._stats: tuple[int, int, float] | None = None  # generation, N, avgdl
+        self._last_stamp: Stamp | None = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._migrate()
@@ -297,6 +321,9 @@ class SQLiteStore(SQLStore):
         """Bring the schema up to date in one ``BEGIN IMMEDIATE`` transaction."""
         with _immediate(self.db) as db:
             run_migrations(db, _STEPS, UserVersionLedger())
+            # this file's own id, so its derived files never match another file's
+            db.execute("INSERT OR IGNORE INTO meta VALUES ('index_id', ?)",
+                       (secrets.token_hex(8),))
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
@@ -589,6 +616,49 @@ class SQLiteStore(SQLStore):
         )
         return np.fromiter((r[0] for r in rows), dtype=np.int64)
 
+    # --- derived files --------------------------------------------------------------------
+    def _stamp(self) -> Stamp | None:
+        """The :class:`~citewise.store.derived_files.Stamp` of the state read (call it inside
+        :meth:`snapshot`), or None when indexes of its size are not saved."""
+        if self.derived_files_from is None:
+            return None
+        generation = self.generation()
+        known = self._last_stamp  # both legs load in one generation: count the rows once
+        if known is None or known.generation != generation:
+            n, top = self.db.execute(
+                "SELECT count(*), coalesce(max(rowid), 0) FROM chunks").fetchone()
+            known = Stamp(str(self._meta("index_id") or ""), generation, int(n), int(top))
+            self._last_stamp = known
+        if known.chunks < self.derived_files_from or known.chunks == 0:
+            return None
+        return known
+
+    def _mapped(self, kind: str, stamp: Stamp | None,
+                make: Callable[[dict[str, np.ndarray]], _Index]) -> _Index | None:
+        """The ``kind`` index of ``stamp`` from its saved files, memory-mapped; None when it
+        is not saved (or ``stamp`` is None) or its files do not fit together (then deleted)."""
+        if stamp is None:
+            return None
+        found = derived_files.load(derived_folder(self.path), kind, stamp)
+        if found is None:
+            return None
+        try:
+            return make(found[0])
+        except (ValueError, KeyError) as err:
+            _log.info("ignoring the saved %s index of %s (%s); it is rebuilt", kind, self.path, err)
+            shutil.rmtree(derived_folder(self.path) / stamp.folder(kind), ignore_errors=True)
+            return None
+
+    def _saved(self, kind: str, stamp: Stamp | None, built: _Index,
+               make: Callable[[dict[str, np.ndarray]], _Index]) -> _Index:
+        """``built`` saved as the ``kind`` files of ``stamp`` and returned memory-mapped from
+        them (its heap arrays then freed); ``built`` itself when nothing was saved."""
+        if stamp is None:
+            return built
+        if derived_files.save(derived_folder(self.path), kind, stamp, built.arrays()) is None:
+            return built
+        return self._mapped(kind, stamp, make) or built
+
     # --- dense ----------------------------------------------------------------------------
     def _load_matrix(self) -> DenseIndex:
         """The dense index of the committed state this thread reads: the kept one when its
@@ -602,13 +672,21 @@ class SQLiteStore(SQLStore):
         with self._lock:
             if self._matrix is not None and self._matrix.generation == generation:
                 return self._matrix
+            options = {"exact_below": self.dense_exact_below,
+                       "rescore_factor": self.dense_rescore_factor,
+                       "rescore_min": self.dense_rescore_min}
             with self.snapshot():  # the generation, the count and the rows from one state
                 generation = self.generation()
-                rowids, vectors = self._read_vectors()
-            built = DenseIndex.build(generation, rowids, vectors,
-                                     exact_below=self.dense_exact_below,
-                                     rescore_factor=self.dense_rescore_factor,
-                                     rescore_min=self.dense_rescore_min)
+                stamp = self._stamp()
+                built = self._mapped(
+                    "dense", stamp, lambda a: DenseIndex.from_arrays(generation, a, **options))
+                if built is None:
+                    rowids, vectors = self._read_vectors()
+            if built is None:
+                built = DenseIndex.build(generation, rowids, vectors, **options)
+                del rowids, vectors
+                built = self._saved("dense", stamp, built, lambda a: DenseIndex.from_arrays(
+                    generation, a, **options))
             # kept only when newer: a thread in an older snapshot never replaces a newer one
             if self._matrix is None or self._matrix.generation < generation:
                 self._matrix = built
@@ -725,8 +803,13 @@ class SQLiteStore(SQLStore):
             index = self._bm25
             if index is not None and index.generation == generation:
                 return index
-            rows = self.db.execute("SELECT rowid, terms, n_terms FROM chunks ORDER BY rowid")
-            built = BM25Index.build(generation, rows)
+            stamp = self._stamp()
+            built = self._mapped("bm25", stamp, lambda a: BM25Index.from_arrays(generation, a))
+            if built is None:
+                rows = self.db.execute("SELECT rowid, terms, n_terms FROM chunks ORDER BY rowid")
+                fresh = BM25Index.build(generation, rows)
+                built = self._saved("bm25", stamp, fresh, lambda a: BM25Index.from_arrays(
+                    generation, a, vocabulary=fresh.vocabulary))
             if index is None or index.generation < generation:
                 self._bm25 = built
             return built
