@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from tests.llm_fixtures import running
 
 
 class _Scripted(BaseHTTPRequestHandler):
@@ -70,18 +71,12 @@ class ScriptedLLM(ThreadingHTTPServer):
 
 def passages(prompt: str) -> dict[int, str]:
     """The numbered passages of an answer prompt's evidence block: {n: text}."""
-    found = re.findall(r'\[(\d+)\] <passage source="[^"]*">\n(.*?)\n</passage>',
-                       prompt, re.DOTALL)
+    found = re.findall(r'^\[(\d+)\] \([^\n]*?\) (.*?)(?=\n\[\d+\] \(|\n</evidence>)',
+                       prompt, re.DOTALL | re.MULTILINE)
     return {int(n): text for n, text in found}
 
 
 @contextmanager
 def scripted_llm() -> Iterator[ScriptedLLM]:
-    server = ScriptedLLM()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with running(ScriptedLLM()) as server:
         yield server
-    finally:
-        server.shutdown()
-        server.server_close()
