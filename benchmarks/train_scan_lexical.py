@@ -36,7 +36,14 @@ from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
-from build_scan_prototypes import OUT, Cache, best_f1_threshold, units_of, verdict_thresholds
+from build_scan_prototypes import (
+    OUT,
+    Cache,
+    best_f1_threshold,
+    best_units,
+    units_of,
+    verdict_thresholds,
+)
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 
@@ -111,20 +118,7 @@ def main() -> None:
     proto = dataclasses.replace(base, lexical=lexical, embedding_scale=args.embedding_scale)
     classifier = ClauseClassifier(embedder, proto)
     names = proto.labels
-    best: dict[str, list[tuple[float, bool]]] = {t: [] for t in names}
-    positives = dict.fromkeys(names, 0)
-    for contract in load_contracts(args.cuad, "calibrate"):
-        _, units = units_of(contract.path)
-        if not units:
-            continue
-        scores = classifier.all_scores(units, cache.embed([u.text for u in units]))
-        scores[[is_bare_heading(u.text) for u in units]] = -np.inf  # never cited as found
-        for j, ctype in enumerate(names):
-            k = int(np.argmax(scores[:, j]))
-            gold = contract.spans.get(ctype, [])
-            positives[ctype] += bool(gold)
-            best[ctype].append((float(scores[k, j]),
-                                overlaps((units[k].start, units[k].end), gold)))
+    best, positives = best_units(load_contracts(args.cuad, "calibrate"), classifier, cache)
     pooled, _ = best_f1_threshold([b for t in names for b in best[t]], sum(positives.values()))
     f1 = {}
     for ctype in names:
