@@ -42,6 +42,7 @@ from citewise.scan.classify import (
     ClauseClassifier,
     Prototypes,
     document_units,
+    is_bare_heading,
     split_units,
 )
 from citewise.scan.clause_types import CLAUSE_TYPES
@@ -117,7 +118,8 @@ def best_units(contracts: list[Contract], classifier: ClauseClassifier, cache: C
                progress: bool = False
                ) -> tuple[dict[str, list[tuple[float, bool]]], dict[str, int]]:
     """(best, positives) over ``contracts``: per type of ``classifier.prototypes.labels``, one
-    (score of the best-scoring clause unit, it overlaps an annotated clause of the type) pair
+    (score of the best-scoring clause unit that is not a bare heading, as the scanner cites
+    it, with the lexical part where the classifier has one; it overlaps an annotated clause of the type) pair
     per contract that has clause units, and how many of those contracts annotate the type.
     ``progress`` prints ``calibrate i/n`` after each such contract."""
     labels = classifier.prototypes.labels
@@ -127,7 +129,8 @@ def best_units(contracts: list[Contract], classifier: ClauseClassifier, cache: C
         _, units = units_of(contract.path)
         if not units:
             continue
-        scores = classifier.scores(cache.embed([u.text for u in units]))
+        scores = classifier.all_scores(units, cache.embed([u.text for u in units]))
+        scores[[is_bare_heading(u.text) for u in units]] = -np.inf  # never cited as found
         for j, ctype in enumerate(labels):
             k = int(np.argmax(scores[:, j]))
             gold = contract.spans.get(ctype, [])

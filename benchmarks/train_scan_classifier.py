@@ -15,7 +15,9 @@ embedding (the scanner's fp32 ``minilm`` vector):
 3. on the ``calibrate`` contracts, the F1 threshold, then the review and confident thresholds
    of the verdicts (``calibrate_scan_review.py``) are recomputed for the new scores.
 
-The ``eval`` contracts are never read. It writes ``lr_weights`` (float16), ``lr_bias``,
+The ``eval`` contracts are never read. It leaves out the lexical part of the shipped finder
+while it calibrates: run ``train_scan_lexical.py`` after it, which recalibrates every threshold
+for the scores the scanner uses. It writes ``lr_weights`` (float16), ``lr_bias``,
 ``lr_trained``, ``margin_scale`` and the three thresholds into
 ``src/citewise/scan/data/cuad_<model>.npz``. Usage (scikit-learn, from the ``test`` extra)::
 

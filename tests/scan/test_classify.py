@@ -87,4 +87,5 @@ def test_shipped_thresholds_and_trained_scores(engine):
                         margins)
     assert np.allclose(scores, expected, atol=1e-4)
     law = p.labels.index("Governing Law")
-    assert scores[0, law] >= classifier.threshold("Governing Law") > scores[1, law]
+    found = classifier.all_scores(units)  # with the lexical part and the units' context
+    assert found[0, law] >= classifier.threshold("Governing Law") > found[1, law]

@@ -31,6 +31,7 @@ clause of the type: the scanner cites it with the verdict ``needs review``, neve
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -41,6 +42,7 @@ import numpy as np
 
 from citewise.embed import Embedder
 from citewise.scan.clause_types import CLAUSE_TYPES
+from citewise.scan.lexical import VIEWS, LexicalModel, context_views
 from citewise.scan.numbering import leading_label
 from citewise.types import BlockKind, Chunk, ParsedDocument
 
@@ -202,6 +204,11 @@ class Prototypes:
     trained: np.ndarray | None = None
     #: a trained type's score is ``margin_scale * margin + logit``
     margin_scale: float = 1.0
+    #: the lexical part (``benchmarks/train_scan_lexical.py``, :mod:`citewise.scan.lexical`):
+    #: a type it was trained for scores ``lexical logit + embedding_scale * (the score
+    #: above)``; None: the embedding score alone
+    lexical: LexicalModel | None = None
+    embedding_scale: float = 1.0
 
     def extended(self, embedder: Embedder, examples: Mapping[str, Sequence[str]]) -> Prototypes:
         """A copy with the given example texts per type added as prototypes."""
@@ -210,10 +217,8 @@ class Prototypes:
             return self
         vectors = embedder.embed_documents([x for _, x in texts])
         owner = np.array([self.labels.index(t) for t, _ in texts], dtype=np.int64)
-        return Prototypes(self.model, self.labels, np.concatenate([self.vectors, vectors]),
-                          np.concatenate([self.owner, owner]), self.thresholds,
-                          self.review_thresholds, self.confident_thresholds, self.weights,
-                          self.bias, self.trained, self.margin_scale)
+        return dataclasses.replace(self, vectors=np.concatenate([self.vectors, vectors]),
+                                   owner=np.concatenate([self.owner, owner]))
 
 
 def bundled_path(model: str) -> str:
@@ -232,6 +237,7 @@ def load_prototypes(embedder: Embedder) -> Prototypes:
     confident: dict[str, float] = {}
     trained: dict[str, np.ndarray] = {}
     scale = 1.0
+    lexical, embedding_scale = None, 1.0
     data = resources.files("citewise.scan").joinpath("data", bundled_path(embedder.family))
     if data.is_file():
         with data.open("rb") as fh, np.load(fh, allow_pickle=False) as npz:
@@ -254,9 +260,25 @@ def load_prototypes(embedder: Embedder) -> Prototypes:
                            "bias": npz["lr_bias"].astype(np.float32)[order],
                            "trained": npz["lr_trained"].astype(bool)[order]}
                 scale = float(npz["margin_scale"])
+            if "lex_vocabulary" in npz.files:
+                lexical = _lexical_of(npz)
+                embedding_scale = float(npz["lex_embedding_scale"])
     return Prototypes(embedder.name, labels, vectors, owner, thresholds, review, confident,
                       trained.get("weights"), trained.get("bias"), trained.get("trained"),
-                      scale)
+                      scale, lexical, embedding_scale)
+
+
+def _lexical_of(npz: Mapping[str, np.ndarray]) -> LexicalModel:
+    """The :class:`LexicalModel` stored in a prototypes npz: ``lex_labels``,
+    ``lex_vocabulary``, ``lex_idf`` and ``lex_bias``, and the weights as sparse coordinates
+    (``lex_index``: flat indices into shape (views, vocabulary, labels), ``lex_values``:
+    float16; the weights left out were too small to change a score)."""
+    labels = tuple(str(t) for t in npz["lex_labels"])
+    vocabulary = {str(t): i for i, t in enumerate(npz["lex_vocabulary"])}
+    weights = np.zeros((len(VIEWS), len(vocabulary), len(labels)), dtype=np.float32)
+    weights.flat[npz["lex_index"].astype(np.int64)] = npz["lex_values"].astype(np.float32)
+    return LexicalModel(labels, vocabulary, npz["lex_idf"].astype(np.float32), weights,
+                        npz["lex_bias"].astype(np.float32))
 
 
 def _top_mean(sims: np.ndarray, n: int = TOP_N) -> np.ndarray:
@@ -276,11 +298,15 @@ class ClauseClassifier:
         self.embedder = embedder
         self.prototypes = prototypes
 
-    def scores(self, vectors: np.ndarray) -> np.ndarray:
+    def scores(self, vectors: np.ndarray,
+               views: Sequence[tuple[str, ...]] | None = None) -> np.ndarray:
         """Type scores of unit vectors: float32, shape (n, len(labels)); column order is
         ``prototypes.labels``; higher is more typical of the type than of ordinary text. A
         type with trained weights scores ``margin_scale * margin + logit`` (the logit of its
-        logistic regression over the unit's vector), others the margin alone."""
+        logistic regression over the unit's vector), others the margin alone. With the
+        units' ``views`` (:func:`~citewise.scan.lexical.context_views`, one per row of
+        ``vectors``) and a lexical model, a type of the lexical model scores its lexical
+        logit plus ``embedding_scale`` times that."""
         p = self.prototypes
         sims = vectors @ p.vectors.T
         background = p.owner == -1
@@ -291,6 +317,9 @@ class ClauseClassifier:
         if p.weights is not None and p.bias is not None and p.trained is not None:
             t = p.trained
             out[:, t] = p.margin_scale * out[:, t] + vectors @ p.weights[t].T + p.bias[t]
+        if p.lexical is not None and views is not None:
+            cols = [p.labels.index(t) for t in p.lexical.labels]
+            out[:, cols] = p.lexical.scores(views) + p.embedding_scale * out[:, cols]
         return out
 
     def threshold(self, clause_type: str) -> float:
@@ -313,7 +342,7 @@ class ClauseClassifier:
         order) whose span holds its start."""
         if not units:
             return []
-        matrix = self.scores(self.embedder.embed_documents([u.text for u in units]))
+        matrix = self.all_scores(units)
         ordered = sorted(chunks, key=lambda c: c.char_start)
         labels = self.prototypes.labels
         thresholds = np.array([self.threshold(t) for t in labels])
@@ -327,9 +356,13 @@ class ClauseClassifier:
             out.append(Labelled(unit, _chunk_at(ordered, unit.start), scores, possible))
         return out
 
-    def all_scores(self, units: Sequence[Unit]) -> np.ndarray:
-        """:meth:`scores` of the units' embeddings (benchmarks and calibration)."""
-        return self.scores(self.embedder.embed_documents([u.text for u in units]))
+    def all_scores(self, units: Sequence[Unit], vectors: np.ndarray | None = None) -> np.ndarray:
+        """:meth:`scores` of a document's units, in document order (their context is read
+        from their neighbours), from their embeddings (``vectors``, computed when None)."""
+        if vectors is None:
+            vectors = self.embedder.embed_documents([u.text for u in units])
+        texts = [u.text for u in units]
+        return self.scores(vectors, context_views(texts, [is_bare_heading(t) for t in texts]))
 
 
 def chunk_types(labelled: Sequence[Labelled]) -> dict[str, dict[str, float]]:

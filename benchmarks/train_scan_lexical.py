@@ -1,0 +1,149 @@
+"""Train the lexical part of the scan's clause finder (:mod:`citewise.scan.lexical`) on the
+CUAD ``train`` contracts and recalibrate every threshold on the ``calibrate`` ones.
+
+1. Units: every clause unit of every ``train`` contract
+   (:func:`citewise.scan.classify.document_units`), labelled with the types of the annotated
+   clauses it overlaps; each unit read in four views (its text, the bare heading before it,
+   the units before and after it: :func:`citewise.scan.lexical.context_views`).
+2. Features: one ``TfidfVectorizer(ngram_range=(1, 2), min_df=3, sublinear_tf=True,
+   max_features=--max-features)`` fitted on the train units' texts, applied to each view; the
+   views are weighted 1, 0.5, 0.3, 0.3 and side by side.
+3. Per type (``--types``, default the types of the ``default`` playbook): a logistic
+   regression (liblinear, ``C = --c``, balanced class weights) over all train units, so every
+   unit not of the type is a negative, the hard ones included (other clauses, their headings
+   and neighbours). Weights smaller than ``--prune`` in magnitude are dropped (stored as
+   float16 sparse coordinates).
+4. A lexical type's score becomes ``lexical logit + --embedding-scale * embedding score``
+   (the embedding score of ``train_scan_classifier.py``, which keeps the playbook's examples
+   in play); on the ``calibrate`` contracts the F1, review and confident thresholds of every
+   type are recomputed (``build_scan_prototypes.verdict_thresholds``), from the best unit of
+   each contract that is not a bare heading, as the scanner cites it.
+
+The ``eval`` contracts are never read. Writes the ``lex_*`` arrays and the thresholds into
+``src/citewise/scan/data/cuad_minilm.npz``. Usage (scikit-learn, from the ``test`` extra;
+the calibrate units' embeddings come from the cache of ``build_scan_prototypes.py``)::
+
+    CITEWISE_THREADS=1 python benchmarks/train_scan_lexical.py ../shared/datasets/cuad
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+from build_scan_prototypes import (
+    OUT,
+    Cache,
+    best_f1_threshold,
+    best_units,
+    units_of,
+    verdict_thresholds,
+)
+from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.linear_model import LogisticRegression
+
+from citewise.embed import load_embedder
+from citewise.eval.cuad import load_contracts, overlaps
+from citewise.scan.classify import ClauseClassifier, is_bare_heading, load_prototypes
+from citewise.scan.lexical import VIEWS, LexicalModel, context_views
+from citewise.scan.playbook import load_playbook
+
+#: Weight of each view's features (unit, heading, previous, next).
+VIEW_WEIGHTS = (1.0, 0.5, 0.3, 0.3)
+
+
+def train_views(cuad: Path) -> tuple[list[tuple[str, ...]], list[list[str]]]:
+    """The views and the overlapped types of every unit of the train contracts."""
+    views: list[tuple[str, ...]] = []
+    labels: list[list[str]] = []
+    for contract in load_contracts(cuad, "train"):
+        _, units = units_of(contract.path)
+        texts = [u.text for u in units]
+        views.extend(context_views(texts, [is_bare_heading(t) for t in texts]))
+        labels.extend([t for t, g in contract.spans.items() if overlaps((u.start, u.end), g)]
+                      for u in units)
+    return views, labels
+
+
+def fit(views: list[tuple[str, ...]], labels: list[list[str]], types: list[str], c: float,
+        max_features: int, prune: float) -> LexicalModel:
+    vec = TfidfVectorizer(ngram_range=(1, 2), min_df=3, sublinear_tf=True,
+                          max_features=max_features, dtype=np.float32)
+    vec.fit([v[0] for v in views])
+    x = sp.hstack([w * vec.transform([v[i] for v in views])
+                   for i, w in enumerate(VIEW_WEIGHTS)]).tocsr()
+    size = len(vec.vocabulary_)
+    weights = np.zeros((len(VIEWS), size, len(types)), dtype=np.float32)
+    bias = np.zeros(len(types), dtype=np.float32)
+    for j, ctype in enumerate(types):
+        target = np.array([ctype in ts for ts in labels])
+        model = LogisticRegression(C=c, max_iter=1000, class_weight="balanced",
+                                   solver="liblinear").fit(x, target)
+        coef = model.coef_[0].reshape(len(VIEWS), size) * np.array(VIEW_WEIGHTS)[:, None]
+        weights[:, :, j], bias[j] = coef, model.intercept_[0]
+        print(f"{ctype:<36} {int(target.sum()):>5} positive units", flush=True)
+    weights[np.abs(weights) < prune] = 0.0
+    weights = weights.astype(np.float16).astype(np.float32)  # as shipped
+    vocabulary = {str(t): int(i) for t, i in vec.vocabulary_.items()}
+    return LexicalModel(tuple(types), vocabulary, vec.idf_.astype(np.float32), weights, bias)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("cuad", type=Path)
+    ap.add_argument("--types", nargs="*", help="clause types (default: the default playbook's)")
+    ap.add_argument("--c", type=float, default=4.0)
+    ap.add_argument("--max-features", type=int, default=60000)
+    ap.add_argument("--prune", type=float, default=0.01)
+    ap.add_argument("--embedding-scale", type=float, default=0.2)
+    ap.add_argument("--min-positives", type=int, default=5)
+    ap.add_argument("--cache", type=Path, default=Path("/tmp/citewise_scan_cache.npz"))
+    args = ap.parse_args()
+    started = time.perf_counter()
+    types = args.types or list(dict.fromkeys(r.clause_type for r in load_playbook("default").rules))
+    views, labels = train_views(args.cuad)
+    print(f"{len(views)} train units", flush=True)
+    lexical = fit(views, labels, types, args.c, args.max_features, args.prune)
+    kept = int(np.count_nonzero(lexical.weights))
+    print(f"{kept} weights kept of {lexical.weights.size}", flush=True)
+
+    embedder = load_embedder("minilm", int(os.environ.get("CITEWISE_THREADS", "1")), 32, "fp32")
+    cache = Cache(args.cache, embedder)
+    base = load_prototypes(embedder)
+    proto = dataclasses.replace(base, lexical=lexical, embedding_scale=args.embedding_scale)
+    classifier = ClauseClassifier(embedder, proto)
+    names = proto.labels
+    best, positives = best_units(load_contracts(args.cuad, "calibrate"), classifier, cache)
+    pooled, _ = best_f1_threshold([b for t in names for b in best[t]], sum(positives.values()))
+    f1 = {}
+    for ctype in names:
+        thr, score = best_f1_threshold(best[ctype], positives[ctype])
+        f1[ctype] = thr if positives[ctype] >= args.min_positives else pooled
+        print(f"{ctype:<36} F1 threshold {f1[ctype]:+.3f} calibration F1 {score:.3f}")
+    review, confident = verdict_thresholds(best, positives, f1, args.min_positives)
+    path = OUT / "cuad_minilm.npz"
+    with np.load(path, allow_pickle=False) as npz:
+        arrays = {k: npz[k] for k in npz.files}
+    typed = [str(t) for t in arrays["threshold_labels"]]
+    index = np.flatnonzero(lexical.weights.ravel())
+    terms = sorted(lexical.vocabulary, key=lexical.vocabulary.__getitem__)
+    arrays.update(
+        lex_labels=np.array(types), lex_vocabulary=np.array(terms), lex_idf=lexical.idf,
+        lex_bias=lexical.bias, lex_index=index.astype(np.int32),
+        lex_values=lexical.weights.ravel()[index].astype(np.float16),
+        lex_embedding_scale=np.float32(args.embedding_scale),
+        thresholds=np.array([f1[t] for t in typed], dtype=np.float32),
+        review_thresholds=np.array([review[t] for t in typed], dtype=np.float32),
+        confident_thresholds=np.array([confident[t] for t in typed], dtype=np.float32))
+    np.savez_compressed(path, **arrays)
+    print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB) in "
+          f"{time.perf_counter() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
