@@ -30,7 +30,7 @@ def _events(agent: Agent, chat_id: str, body: ChatRequest,  # type: ignore[no-un
     return agent.run(chat_id, body.query, top_k=body.top_k, mode=body.mode,
                      filters=reader.filters(asked), context_hint=body.context_hint,
                      attachment=body.attachment, extractive=body.extractive,
-                     may_write=may_write, page=body.page)
+                     may_write=may_write, page=body.page, documents=body.documents or ())
 
 
 @router.post("/chat", responses=_ERRORS)
