@@ -8,14 +8,15 @@ order, never by similarity:
   :func:`~citewise.answer.wholedoc.first_sentence_answer`);
 - a summary or a comparison asks the LLM. When the documents fit the prompt budget (the
   provider's context window less the answer's ``llm_max_tokens`` and
-  :data:`PROMPT_OVERHEAD`), every chunk goes in whole, in document order, numbered, each
+  :data:`PROMPT_OVERHEAD`, and at most ``whole_document_tokens``), every chunk goes in whole, in document order, numbered, each
   named by its file and section. Otherwise it is map-reduce: consecutive chunks are grouped
   into parts that fit, each part is summarised with its own passage numbers (a ``map``
   status per part), and the part summaries, still citing those numbers, are combined into
   the answer (folded again first while they do not fit). The answer streams through
   :class:`~citewise.answer.llm.LLMAnswerer`, so citations to passages that do not exist are
   removed, uncited sentences are attributed and support is checked as for any answer; its
-  citations are the passages it cites (section citations: each names its section path);
+  citations are the document's passages (``cited`` the ones it uses), each naming its
+  section path;
 - with no LLM (``--extractive``, the provider ``none``, or a provider that fails) a summary is
   the first sentence of each section, quoted and cited
   (:func:`~citewise.answer.wholedoc.lead_answer`), and a comparison the same for each
@@ -229,14 +230,14 @@ class WholeDocumentAnswerer:
 
     def _summarise_part(self, provider: ChatProvider, doc: Document,
                         part: Sequence[Evidence], budget: int, instructions: str,
-                        language: str) -> str:
+                        language: str, max_tokens: int = MAP_TOKENS) -> str:
         a, b = part[0].citation.n, part[-1].citation.n
         request = (f"Summarize this part of {doc.path} (passages [{a}] to [{b}]) in at most 3 "
                    f"sentences, in document order, citing the passages. Answer in {language}.")
         return self._complete(provider, [
             {"role": "system", "content": self._system(instructions)},
             {"role": "user", "content": f"{self._block(part, budget)}\n\n{request}"}],
-            MAP_TOKENS)
+            max_tokens)
 
     def _fold(self, provider: ChatProvider, doc: Document, notes: list[str], budget: int,
               instructions: str, language: str) -> Iterator[Event]:
@@ -260,14 +261,16 @@ class WholeDocumentAnswerer:
                 {"role": "user", "content": "Summaries of consecutive parts of " + doc.path
                  + ":\n\n" + "\n\n".join(g) + "\n\nCombine them into one summary in document "
                  "order, at most 4 sentences. Keep each statement's citation numbers exactly "
-                 f"as given. Answer in {language}."}], MAP_TOKENS) for g in groups]
+                 f"as given. Answer in {language}."}],
+                min(MAP_TOKENS, self.settings.llm_max_tokens)) for g in groups]
 
     def _llm(self, question: str, plan: DocumentQuestion,
              per_doc: Sequence[Sequence[Evidence]], provider: ChatProvider,
              fallback: Callable[[], Iterator[Event]], instructions: str) -> Iterator[Event]:
         s = self.settings
         window = self.context_window(provider)
-        budget = max(window - s.llm_max_tokens - PROMPT_OVERHEAD, 256)
+        budget = min(max(window - s.llm_max_tokens - PROMPT_OVERHEAD, 256),
+                     s.whole_document_tokens)
         evidence = [ev for e in per_doc for ev in e]
         total = sum(self.count_tokens(ev.chunk.text) + PASSAGE_OVERHEAD for ev in evidence)
         language = question_language(question)
@@ -291,7 +294,8 @@ class WholeDocumentAnswerer:
                         yield StatusEvent(f"summarising part {i} of {len(chunks)} of "
                                           f"{doc.path}{where}", stage="map")
                         notes.append(self._summarise_part(provider, doc, part, budget,
-                                                          instructions, language))
+                                                          instructions, language,
+                                                          min(MAP_TOKENS, s.llm_max_tokens)))
                         parts += 1
                     yield from self._fold(provider, doc, notes,
                                           budget // max(len(plan.documents), 1),
@@ -312,11 +316,8 @@ class WholeDocumentAnswerer:
                                support_threshold=s.support_threshold)
         for event in answerer.stream(question, evidence, messages=messages):
             if isinstance(event, DoneEvent):
-                a = event.answer
-                cited = set(a.cited)
-                citations = tuple(c for c in a.citations if c.n in cited) if cited else (
-                    a.citations)
-                event = DoneEvent(replace(a, citations=citations, metrics={
+                a = event.answer  # every passage stays a citation: [n] is citations[n-1]
+                event = DoneEvent(replace(a, metrics={
                     **a.metrics, "document_tokens": float(total),
                     "whole": 1.0 if not parts else 0.0, "parts": float(parts),
                     "map_ms": map_ms}))

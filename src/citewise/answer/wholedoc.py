@@ -221,7 +221,8 @@ def outline(evidence: Sequence[Evidence]) -> list[Section]:
 
 def sections_answer(question: str, document: Document, evidence: Sequence[Evidence]) -> Answer:
     """The document's headings as an indented list in document order, each citing the first
-    chunk under it; no model call. A document without headings says so (and how many chunks
+    chunk under it (numbered 1..n in that order, so ``[n]`` is ``citations[n-1]``); no model
+    call. A document without headings says so (and how many chunks
     it has)."""
     sections = outline(evidence)
     if not sections:
@@ -230,16 +231,13 @@ def sections_answer(question: str, document: Document, evidence: Sequence[Eviden
                 f"{len(evidence)} passage{'s' if len(evidence) != 1 else ''}{pages}.")
         return Answer(question, text, (), True, "extractive", metrics={"sections": 0.0})
     lines = [f"The sections of {document.path}, in document order:"]
-    cited: list[int] = []
+    numbers: dict[int, int] = {}  # evidence index -> citation number, 1..n in order of use
     for s in sections:
-        n = evidence[s.first].citation.n
+        n = numbers.setdefault(s.first, len(numbers) + 1)
         lines.append(f"{'  ' * (s.depth - 1)}- {s.path[-1]} [{n}]")
-        cited.append(n)
-    used = sorted(set(cited))
-    citations = tuple(ev.citation for ev in evidence if ev.citation.n in set(used))
+    citations = tuple(replace(evidence[i].citation, n=n) for i, n in numbers.items())
     return Answer(question, "\n".join(lines), citations, True, "extractive",
-                  cited=tuple(dict.fromkeys(cited)),
-                  metrics={"sections": float(len(sections))})
+                  cited=tuple(numbers.values()), metrics={"sections": float(len(sections))})
 
 
 def _first_candidates(evidence: Sequence[Evidence]) -> list[tuple[int, Scored]]:
