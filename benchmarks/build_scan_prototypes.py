@@ -33,8 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
-from citewise.embed import load_embedder
-from citewise.eval.cuad import load_contracts, overlaps
+from citewise.embed import Embedder, load_embedder
+from citewise.eval.cuad import Contract, load_contracts, overlaps
 from citewise.ingest.parsers.base import parser_for
 from citewise.scan.classify import (
     DEFAULT_THRESHOLD,
@@ -90,6 +90,53 @@ def units_of(path: Path):  # type: ignore[no-untyped-def]
     data = path.read_bytes()
     parsed = parser_for(path, data).parse(path, data)
     return parsed.text, document_units(parsed)
+
+
+def scan_parser(doc: str) -> argparse.ArgumentParser:
+    """The arguments every CUAD scan script takes: the dataset folder ``cuad``, ``--model``
+    (the embedder name), ``--min-positives`` (see :func:`verdict_thresholds`) and ``--cache``
+    (the unit embedding cache, see :class:`Cache`)."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
+    ap.add_argument("cuad", type=Path)
+    ap.add_argument("--model", default="minilm")
+    ap.add_argument("--min-positives", type=int, default=5,
+                    help="types annotated in fewer calibrate contracts use the pooled threshold")
+    ap.add_argument("--cache", type=Path, default=Path("/tmp/citewise_scan_cache.npz"))
+    return ap
+
+
+def open_cache(args: argparse.Namespace, precision: str = "auto") -> tuple[Embedder, Cache]:
+    """(embedder ``args.model`` on ``CITEWISE_THREADS`` threads, default 1, batches of 32,
+    at ``precision``; the :class:`Cache` at ``args.cache`` over it)."""
+    embedder = load_embedder(args.model, int(os.environ.get("CITEWISE_THREADS", "1")), 32,
+                             precision)
+    return embedder, Cache(args.cache, embedder)
+
+
+def best_units(contracts: list[Contract], classifier: ClauseClassifier, cache: Cache,
+               progress: bool = False
+               ) -> tuple[dict[str, list[tuple[float, bool]]], dict[str, int]]:
+    """(best, positives) over ``contracts``: per type of ``classifier.prototypes.labels``, one
+    (score of the best-scoring clause unit, it overlaps an annotated clause of the type) pair
+    per contract that has clause units, and how many of those contracts annotate the type.
+    ``progress`` prints ``calibrate i/n`` after each such contract."""
+    labels = classifier.prototypes.labels
+    best: dict[str, list[tuple[float, bool]]] = {t: [] for t in labels}
+    positives = dict.fromkeys(labels, 0)
+    for i, contract in enumerate(contracts, 1):
+        _, units = units_of(contract.path)
+        if not units:
+            continue
+        scores = classifier.scores(cache.embed([u.text for u in units]))
+        for j, ctype in enumerate(labels):
+            k = int(np.argmax(scores[:, j]))
+            gold = contract.spans.get(ctype, [])
+            positives[ctype] += bool(gold)
+            best[ctype].append((float(scores[k, j]),
+                                overlaps((units[k].start, units[k].end), gold)))
+        if progress:
+            print(f"calibrate {i}/{len(contracts)}", flush=True)
+    return best, positives
 
 
 def best_f1_threshold(best: list[tuple[float, bool]], positives: int) -> tuple[float, float]:
@@ -164,22 +211,16 @@ def verdict_thresholds(best: dict[str, list[tuple[float, bool]]], positives: dic
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("cuad", type=Path)
-    ap.add_argument("--model", default="minilm")
+    ap = scan_parser(__doc__)
     ap.add_argument("--per-type", type=int, default=400)
     ap.add_argument("--centroids", type=int, default=24)
     ap.add_argument("--background", type=int, default=256)
     ap.add_argument("--background-per-contract", type=int, default=20)
     ap.add_argument("--calibrate-limit", type=int, default=0,
                     help="calibrate on the first N calibrate contracts by name (0 = all)")
-    ap.add_argument("--min-positives", type=int, default=5,
-                    help="types annotated in fewer calibrate contracts use the pooled threshold")
-    ap.add_argument("--cache", type=Path, default=Path("/tmp/citewise_scan_cache.npz"))
     args = ap.parse_args()
     started = time.perf_counter()
-    embedder = load_embedder(args.model, int(os.environ.get("CITEWISE_THREADS", "1")))
-    cache = Cache(args.cache, embedder)
+    embedder, cache = open_cache(args)
     rng = random.Random(7)
 
     examples: dict[str, list[str]] = {t: [] for t in CLAUSE_TYPES}
@@ -216,22 +257,10 @@ def main() -> None:
                        np.concatenate([np.arange(len(labels)), proto.owner]), {})
     classifier = ClauseClassifier(embedder, proto)
 
-    best: dict[str, list[tuple[float, bool]]] = {t: [] for t in labels}
-    positives = dict.fromkeys(labels, 0)
     calib = load_contracts(args.cuad, "calibrate")
     if args.calibrate_limit:
         calib = calib[: args.calibrate_limit]
-    for i, contract in enumerate(calib, 1):
-        _, units = units_of(contract.path)
-        if not units:
-            continue
-        scores = classifier.scores(cache.embed([u.text for u in units]))
-        for j, ctype in enumerate(labels):
-            k = int(np.argmax(scores[:, j]))
-            gold = contract.spans.get(ctype, [])
-            positives[ctype] += bool(gold)
-            best[ctype].append((float(scores[k, j]), overlaps((units[k].start, units[k].end), gold)))
-        print(f"calibrate {i}/{len(calib)}", flush=True)
+    best, positives = best_units(calib, classifier, cache, progress=True)
     # one pooled threshold for types with too few calibration contracts to tune their own
     pooled, pooled_f1 = best_f1_threshold([b for t in labels for b in best[t]],
                                           sum(positives.values()))

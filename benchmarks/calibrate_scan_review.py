@@ -29,57 +29,35 @@ Usage (about 15 minutes on one thread; unit embeddings are cached as in
 
 from __future__ import annotations
 
-import argparse
-import os
 import time
-from pathlib import Path
 
 import numpy as np
 from build_scan_prototypes import (
     CONFIDENT_PRECISION,
     OUT,
     REVIEW_PRECISION,
-    Cache,
-    units_of,
+    best_units,
+    open_cache,
+    scan_parser,
     verdict_thresholds,
 )
 
-from citewise.embed import load_embedder
-from citewise.eval.cuad import load_contracts, overlaps
+from citewise.eval.cuad import load_contracts
 from citewise.scan.classify import ClauseClassifier, load_prototypes
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("cuad", type=Path)
-    ap.add_argument("--model", default="minilm")
-    ap.add_argument("--min-positives", type=int, default=5)
-    ap.add_argument("--cache", type=Path, default=Path("/tmp/citewise_scan_cache.npz"))
+    ap = scan_parser(__doc__)
     ap.add_argument("--dry-run", action="store_true", help="print, do not write the npz")
     args = ap.parse_args()
     started = time.perf_counter()
-    embedder = load_embedder(args.model, int(os.environ.get("CITEWISE_THREADS", "1")), 32,
-                             "fp32")
-    cache = Cache(args.cache, embedder)
+    embedder, cache = open_cache(args, "fp32")
     classifier = ClauseClassifier(embedder, load_prototypes(embedder))
     if not classifier.prototypes.thresholds:
         raise SystemExit(f"no shipped prototypes for {args.model}: run build_scan_prototypes.py")
     labels = classifier.prototypes.labels
-    best: dict[str, list[tuple[float, bool]]] = {t: [] for t in labels}
-    positives = dict.fromkeys(labels, 0)
-    contracts = load_contracts(args.cuad, "calibrate")
-    for i, contract in enumerate(contracts, 1):
-        _, units = units_of(contract.path)
-        if not units:
-            continue
-        scores = classifier.scores(cache.embed([u.text for u in units]))
-        for j, ctype in enumerate(labels):
-            k = int(np.argmax(scores[:, j]))
-            gold = contract.spans.get(ctype, [])
-            positives[ctype] += bool(gold)
-            best[ctype].append((float(scores[k, j]),
-                                overlaps((units[k].start, units[k].end), gold)))
-        print(f"calibrate {i}/{len(contracts)}", flush=True)
+    best, positives = best_units(load_contracts(args.cuad, "calibrate"), classifier, cache,
+                                 progress=True)
     f1 = classifier.prototypes.thresholds
     review, confident = verdict_thresholds(best, positives, f1, args.min_positives)
     print(f"precision wanted: review band {REVIEW_PRECISION:.2f}, confident "

@@ -24,8 +24,6 @@ The ``eval`` contracts are never read. It writes ``lr_weights`` (float16), ``lr_
 
 from __future__ import annotations
 
-import argparse
-import os
 import random
 import time
 from pathlib import Path
@@ -35,12 +33,14 @@ from build_scan_prototypes import (
     OUT,
     Cache,
     best_f1_threshold,
+    best_units,
+    open_cache,
+    scan_parser,
     units_of,
     verdict_thresholds,
 )
 from sklearn.linear_model import LogisticRegression
 
-from citewise.embed import load_embedder
 from citewise.eval.cuad import load_contracts, overlaps
 from citewise.scan.classify import ClauseClassifier, Prototypes, load_prototypes
 
@@ -64,20 +64,14 @@ def training_units(cuad: Path, cache: Cache, negatives: int, seed: int = 11
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("cuad", type=Path)
-    ap.add_argument("--model", default="minilm")
+    ap = scan_parser(__doc__)
     ap.add_argument("--negatives", type=int, default=40)
     ap.add_argument("--c", type=float, default=0.3)
     ap.add_argument("--margin-scale", type=float, default=20.0)
     ap.add_argument("--min-units", type=int, default=15)
-    ap.add_argument("--min-positives", type=int, default=5)
-    ap.add_argument("--cache", type=Path, default=Path("/tmp/citewise_scan_cache.npz"))
     args = ap.parse_args()
     started = time.perf_counter()
-    embedder = load_embedder(args.model, int(os.environ.get("CITEWISE_THREADS", "1")), 32,
-                             "fp32")
-    cache = Cache(args.cache, embedder)
+    embedder, cache = open_cache(args, "fp32")
     base = load_prototypes(embedder)
     labels = base.labels
     x, y = training_units(args.cuad, cache, args.negatives)
@@ -96,19 +90,7 @@ def main() -> None:
     proto = Prototypes(base.model, labels, base.vectors, base.owner, {}, {}, {},
                        weights, bias, trained, args.margin_scale)
     classifier = ClauseClassifier(embedder, proto)
-    best: dict[str, list[tuple[float, bool]]] = {t: [] for t in labels}
-    positives = dict.fromkeys(labels, 0)
-    for contract in load_contracts(args.cuad, "calibrate"):
-        _, units = units_of(contract.path)
-        if not units:
-            continue
-        scores = classifier.scores(cache.embed([u.text for u in units]))
-        for j, ctype in enumerate(labels):
-            k = int(np.argmax(scores[:, j]))
-            gold = contract.spans.get(ctype, [])
-            positives[ctype] += bool(gold)
-            best[ctype].append((float(scores[k, j]),
-                                overlaps((units[k].start, units[k].end), gold)))
+    best, positives = best_units(load_contracts(args.cuad, "calibrate"), classifier, cache)
     pooled, _ = best_f1_threshold([b for t in labels for b in best[t]], sum(positives.values()))
     f1 = {}
     for ctype in labels:

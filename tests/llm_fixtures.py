@@ -7,14 +7,17 @@ import json
 import socket
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
 from citewise.answer.local import BUNDLED, assemble, serve
 
 SMALL = "qwen2.5-coder-0.5b"
+S = TypeVar("S", bound=ThreadingHTTPServer)
 
 
 @pytest.fixture(scope="session")
@@ -68,11 +71,52 @@ def closed_port_url() -> str:
     return f"http://127.0.0.1:{_free_port()}/v1"
 
 
-class _Misbehaving(BaseHTTPRequestHandler):
-    """Answers every chat completion according to the server's ``mode``."""
+@contextmanager
+def running(server: S) -> Iterator[S]:
+    """``server`` serving from a daemon thread until the block ends, then shut down and
+    closed."""
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
 
-    def log_message(self, *args: object) -> None:  # keep test output clean
+
+@contextmanager
+def serving(handler: type[BaseHTTPRequestHandler], **attrs: object
+            ) -> Iterator[ThreadingHTTPServer]:
+    """A real ``ThreadingHTTPServer`` on a free 127.0.0.1 port, serving ``handler`` until the
+    block ends (:func:`running`). Each of ``attrs`` is set on the server (where the handler
+    reads it), and ``url`` is its ``/v1`` base URL."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    for name, value in attrs.items():
+        setattr(server, name, value)
+    server.url = f"http://127.0.0.1:{server.server_address[1]}/v1"  # type: ignore[attr-defined]
+    with running(server):
+        yield server
+
+
+class JSONHandler(BaseHTTPRequestHandler):
+    """A request handler for the tests' real HTTP servers: logs nothing (keeps test output
+    clean) and sends JSON replies with :meth:`_json`."""
+
+    def log_message(self, *args: object) -> None:
         pass
+
+    def _json(self, status: int, body: dict[str, object]) -> None:
+        """Reply ``status`` with ``body`` as ``application/json`` (with its Content-Length)."""
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+class _Misbehaving(JSONHandler):
+    """Answers every chat completion according to the server's ``mode``."""
 
     def do_GET(self) -> None:
         self._json(200, {"object": "list", "data": [{"id": "broken", "object": "model"}]})
@@ -137,14 +181,6 @@ class _Misbehaving(BaseHTTPRequestHandler):
                 return
             self.wfile.write(b"data: [DONE]\n\n")
 
-    def _json(self, status: int, body: dict[str, object]) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
 
 @pytest.fixture
 def broken_server() -> Iterator[ThreadingHTTPServer]:
@@ -154,12 +190,5 @@ def broken_server() -> Iterator[ThreadingHTTPServer]:
     contradicts), "tags" (a right answer wrapped in the prompt's evidence markers) or
     "example" (the prompt's citation example, then a right answer). ``.url`` is its
     /v1 base URL and ``.requests`` counts chat calls."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Misbehaving)
-    server.mode = "500"  # type: ignore[attr-defined]
-    server.requests = 0  # type: ignore[attr-defined]
-    server.url = f"http://127.0.0.1:{server.server_address[1]}/v1"  # type: ignore[attr-defined]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
+    with serving(_Misbehaving, mode="500", requests=0) as server:
+        yield server

@@ -2,7 +2,8 @@
 
 * pip's own resolver (``pip install --dry-run --ignore-installed --report``) lists what
   ``pip install .`` would install into an empty environment: no ``torch``, ``nvidia-*``,
-  ``triton`` or ``sentence-transformers`` may be among them.
+  ``triton`` or ``sentence-transformers`` may be among them, nor Qt (``PySide6*``,
+  ``shiboken6``: the ``desktop`` extra's).
 * The default embedder (``minilm``, both precisions) and the shipped reranker run in a fresh
   interpreter in which importing ``torch``, ``sentence_transformers`` or ``transformers``
   raises ImportError, as on a machine where they were never installed; and a
@@ -21,7 +22,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-FORBIDDEN_PREFIXES = ("torch", "nvidia-", "triton", "sentence-transformers", "transformers")
+FORBIDDEN_PREFIXES = ("torch", "nvidia-", "triton", "sentence-transformers", "transformers",
+                      "pyside6", "shiboken6")  # Qt: only the desktop extra (670 MB)
 
 BLOCK_TORCH = textwrap.dedent("""
     import importlib.abc, sys

@@ -25,8 +25,10 @@ later the HTTP API) translate them into exit codes or statuses::
     │   └── QueryTooLongError       longer than the API accepts (max_request_chars)
     ├── NotFoundError               no chat, message, source, document or pending action
     │                               with that id
-    └── UploadError                 an uploaded file is refused (name, type)
-        └── UploadTooLargeError     larger than max_upload_mb
+    ├── UploadError                 an uploaded file is refused (name, type)
+    │   └── UploadTooLargeError     larger than max_upload_mb
+    └── DesktopError                the desktop window cannot open (the desktop extra is
+                                    missing, no display) or its local server cannot start
 
 The HTTP API maps them to statuses in one place (``citewise.api.app``): QueryError 422,
 QueryTooLongError and UploadTooLargeError 413, NotFoundError 404, UploadError 400,
@@ -165,3 +167,9 @@ class UploadTooLargeError(UploadError):
 class UploadConflictError(UploadError):
     """Two upload names map to one stored file (the same sanitised path, or paths that
     differ only in letter case); the message names both. Nothing is stored."""
+
+
+class DesktopError(CitewiseError):
+    """``citewise desktop`` cannot run: its GUI library is missing (the message names
+    ``pip install 'citewise[desktop]'``), no display can be opened, or its local server does
+    not start."""

@@ -11,19 +11,20 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
+from citewise.answer import llm, pick, service
 from citewise.answer.budget import SUMMARY_QUESTION, estimate_tokens, fit_prompt
 from citewise.answer.prompts import build_messages
-from citewise.answer.providers import reported_context
+from citewise.answer.providers import Message, reported_context
 from citewise.errors import ProviderError
 from citewise.types import DoneEvent, StatusEvent
 from tests.conftest import CASES
+from tests.llm_fixtures import JSONHandler, serving
 
 N03 = CASES / "n03_context_overflow"
 QUESTION = json.loads((N03 / "queries.json").read_text())[0]["q"]
@@ -47,14 +48,11 @@ def _handbooks(tmp_path: Path) -> Path:
     return folder
 
 
-class _Window(BaseHTTPRequestHandler):
+class _Window(JSONHandler):
     """A chat server with a context of ``server.window`` tokens (counted with
     ``server.count`` plus 4 per message, as a chat template adds): it reports the window in
     ``/v1/models``, refuses a prompt plus ``max_tokens`` over it with HTTP 400, and otherwise
     answers from the passage of handbook_07.md section 7.9 it was sent, citing its number."""
-
-    def log_message(self, *args: object) -> None:
-        pass
 
     def do_GET(self) -> None:
         self.server.auth.add(self.headers.get("Authorization"))
@@ -90,29 +88,12 @@ class _Window(BaseHTTPRequestHandler):
             self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
         self.wfile.write(b"data: [DONE]\n\n")
 
-    def _json(self, status: int, body: dict[str, object]) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
 
 @pytest.fixture
 def windowed(embedder) -> Iterator[ThreadingHTTPServer]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Window)
-    server.window = WINDOW  # type: ignore[attr-defined]
-    server.count = embedder.count_tokens  # type: ignore[attr-defined]
-    server.prompts = []  # type: ignore[attr-defined]
-    server.refused = 0  # type: ignore[attr-defined]
-    server.auth = set()  # type: ignore[attr-defined]
-    server.url = f"http://127.0.0.1:{server.server_address[1]}/v1"  # type: ignore[attr-defined]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
+    with serving(_Window, window=WINDOW, count=embedder.count_tokens, prompts=[], refused=0,
+                 auth=set()) as server:
+        yield server
 
 
 def _engine(make_engine, tmp_path: Path, server, **overrides):
@@ -218,6 +199,60 @@ def test_a_prompt_that_fits_is_sent_as_it_is(embedder) -> None:
                         evidence_tokens=1200)
     assert fitted.history == tuple(history) and fitted.notice is None
     assert fitted.metrics()["history_dropped"] == 0
+
+
+def test_the_fitted_messages_are_the_prompt_built_once_with_the_turns_kept(embedder) -> None:
+    real = _build(QUESTION, embedder.count_tokens)
+    calls: list[tuple[tuple, tuple, int]] = []
+
+    def build(evidence, history, budget_tokens):
+        calls.append((tuple(evidence), tuple(history), budget_tokens))
+        return real(evidence, history, budget_tokens)
+
+    fitted = fit_prompt((), _history(), build=build, count_tokens=embedder.count_tokens,
+                        window=WINDOW, reserve=512, evidence_tokens=1200)
+    assert fitted.history and fitted.dropped_turns  # some turns kept, the oldest left out
+    # the passages are chosen without the turns; the turns kept go in once, last
+    assert [c for c in calls if c[1]] == [calls[-1]]
+    assert calls[-1] == (fitted.evidence, fitted.history, fitted.evidence_tokens)
+    assert list(fitted.messages) == real(fitted.evidence, fitted.history,
+                                         fitted.evidence_tokens)
+    assert estimate_tokens(fitted.messages, embedder.count_tokens) == fitted.prompt_tokens
+    # no turn to put in: the prompt tried is the one returned, not built again
+    calls.clear()
+    alone = fit_prompt((), (), build=build, count_tokens=embedder.count_tokens,
+                       window=WINDOW, reserve=512, evidence_tokens=1200)
+    assert calls == [((), (), 1200)] and list(alone.messages) == real((), (), 1200)
+
+
+@pytest.mark.parametrize("style", ["write", "pick-write"])
+def test_the_answerer_sends_the_fitted_prompt_without_building_it_again(
+        make_engine, tmp_path, windowed, monkeypatch, style) -> None:
+    built: list[list[Message]] = []
+    builder = service._builder
+
+    def recording(*args):  # the answer stage's own builder, each prompt it builds recorded
+        build = builder(*args)
+
+        def recorded(evidence, history, budget_tokens):
+            built.append(build(evidence, history, budget_tokens))
+            return built[-1]
+        return recorded
+
+    def rebuilt(*args, **kwargs):
+        raise AssertionError("the answerer built its prompt again")
+
+    monkeypatch.setattr(service, "_builder", recording)
+    monkeypatch.setattr(llm, "build_messages", rebuilt)
+    monkeypatch.setattr(pick, "pick_messages", rebuilt)
+    engine = _engine(make_engine, tmp_path, windowed, answer_style=style)
+    events = list(engine.ask_stream(QUESTION, history=_history()))
+    answer = next(e for e in events if isinstance(e, DoneEvent)).answer
+    assert answer.mode == "llm" and answer.fallback_reason is None
+    assert answer.metrics["history_dropped"] > 0  # fitted: the oldest turns left out
+    sent = windowed.prompts[0][1]  # the answer, or for pick-write the picking call
+    assert sent == built[-1] and built.count(sent) == 1
+    assert float(estimate_tokens(sent, windowed.count)) == answer.metrics["prompt_budget_tokens"]
 
 
 def test_instructions_that_cannot_fit_are_refused_with_a_reason(embedder) -> None:

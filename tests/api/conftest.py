@@ -18,6 +18,7 @@ import uvicorn
 from citewise.api.app import create_app
 from citewise.config import Settings
 from citewise.engine import Engine
+from tests.llm_fixtures import serving
 
 WARRANTY = ("# Warranty\n\nThe laptop warranty lasts 24 months from the date of purchase.\n\n"
             "## Batteries\n\nBatteries are covered for 12 months only.\n")
@@ -129,17 +130,9 @@ class _SlowLLM(BaseHTTPRequestHandler):
 def slow_llm() -> Iterator[ThreadingHTTPServer]:
     """A real slow LLM server; set ``.delay``, ``.interval``, ``.tokens``; read ``.url``,
     ``.requests``, ``.written`` and ``.closed_at`` (monotonic time the client left)."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _SlowLLM)
-    server.daemon_threads = True
-    server.delay, server.interval, server.tokens = 0.0, 0.2, 300  # type: ignore[attr-defined]
-    server.requests = server.written = 0  # type: ignore[attr-defined]
-    server.closed_at = None  # type: ignore[attr-defined]
-    server.url = f"http://127.0.0.1:{server.server_address[1]}/v1"  # type: ignore[attr-defined]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
+    with serving(_SlowLLM, daemon_threads=True, delay=0.0, interval=0.2, tokens=300,
+                 requests=0, written=0, closed_at=None) as server:
+        yield server
 
 
 def sse_events(lines: Iterator[str]) -> Iterator[tuple[str, dict]]:

@@ -11,12 +11,12 @@ import asyncio
 import functools
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
 
 from tests.api.conftest import (  # noqa: F401  (fixtures used by the browser tests)
     PAYROLL,
@@ -145,6 +145,19 @@ def static_site(tmp_path):
 class _Quiet(SimpleHTTPRequestHandler):
     def log_message(self, *args: object) -> None:
         pass
+
+
+def open_widget(new_page: Callable[[], Page], url: str) -> tuple[Page, Locator, Locator]:
+    """Load ``url`` in a new page (the ``new_page`` fixture) and open the widget on it;
+    returns (the page, the ``citewise-widget`` element, its question field) once the field
+    is enabled, that is once the widget has reached its server."""
+    page = new_page()
+    page.goto(url)
+    widget = page.locator("citewise-widget")
+    widget.locator(".launcher").click()
+    field = widget.locator("input")
+    expect(field).to_be_enabled()
+    return page, widget, field
 
 
 def screenshot(page: Page, name: str) -> Path:

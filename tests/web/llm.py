@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from tests.llm_fixtures import running
 
 
 class _Scripted(BaseHTTPRequestHandler):
@@ -77,11 +78,5 @@ def passages(prompt: str) -> dict[int, str]:
 
 @contextmanager
 def scripted_llm() -> Iterator[ScriptedLLM]:
-    server = ScriptedLLM()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with running(ScriptedLLM()) as server:
         yield server
-    finally:
-        server.shutdown()
-        server.server_close()

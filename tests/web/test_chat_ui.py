@@ -399,3 +399,32 @@ def test_attach_a_note_offers_no_scan_and_ask_about_it_searches_only_it(page, se
     msg = ask(page, QUESTION)
     expect(msg).to_have_attribute("data-state", "done", timeout=LONG)
     expect(page.locator("#source-cards .card .file").first).to_have_text("warranty.md")
+
+
+DROP_JS = """([names, texts]) => {
+  const data = new DataTransfer();
+  names.forEach((n, i) => data.items.add(new File([texts[i]], n, { type: "text/plain" })));
+  const fire = (type) => document.querySelector("#messages").dispatchEvent(
+    new DragEvent(type, { dataTransfer: data, bubbles: true, cancelable: true }));
+  fire("dragenter");
+  fire("dragover");
+  window.__dropData = data;
+}"""
+
+
+def test_files_dropped_on_the_page_are_uploaded_one_by_one_with_their_cards(page, server):
+    page.goto(server.url + "/")
+    expect(page.locator("#health")).to_have_text("2 documents · quoted answers (no LLM)")
+    page.evaluate(DROP_JS, [["onboarding.md", "empty.txt"], [ONBOARDING, "   \n"]])
+    expect(page.locator("#drop-zone")).to_be_visible()
+    expect(page.locator("#drop-zone")).to_have_text("Drop files to add them to the collection")
+    page.evaluate("""() => document.querySelector("#messages").dispatchEvent(new DragEvent(
+        "drop", { dataTransfer: window.__dropData, bubbles: true, cancelable: true }))""")
+    expect(page.locator("#drop-zone")).to_be_hidden()
+    expect(page.locator(".message.user")).to_have_text(["Attached onboarding.md",
+                                                        "Attached empty.txt"], timeout=LONG)
+    uploads = page.locator(".message.assistant")
+    expect(uploads.nth(1)).to_have_attribute("data-state", "done", timeout=LONG)
+    expect(uploads.nth(0)).to_contain_text("onboarding.md is in the collection now.")
+    expect(uploads.nth(1)).to_contain_text("empty.txt could not be indexed.")
+    expect(page.locator("#health")).to_have_text("3 documents · quoted answers (no LLM)")

@@ -7,7 +7,7 @@ import json
 import httpx
 from playwright.sync_api import expect
 
-from tests.web.conftest import QUESTION, LiveServer, free_port, screenshot
+from tests.web.conftest import QUESTION, LiveServer, free_port, open_widget, screenshot
 from tests.web.llm import scripted_llm
 
 LONG = 60_000
@@ -241,12 +241,7 @@ def test_widget_renders_safe_markdown_and_stops(new_page, make_app, docs_dir, st
                           llm_base_url=llm.url, llm_model="scripted", planner="rules")
         with LiveServer(app) as server:
             url = site.write(page_html(api=server.url))
-            page = new_page()
-            page.goto(url)
-            widget = page.locator("citewise-widget")
-            widget.locator(".launcher").click()
-            field = widget.locator("input")
-            expect(field).to_be_enabled()
+            page, widget, field = open_widget(new_page, url)
             field.fill(QUESTION)
             field.press("Enter")
             bot = widget.locator(".msg.bot").last
@@ -317,12 +312,7 @@ def test_widget_keeps_the_visitors_chat_across_page_loads(new_page, make_app, do
     app, _ = make_app(ingest=[docs_dir], cors_origins=[site.url])
     with LiveServer(app) as server:
         url = site.write(page_html(api=server.url))
-        page = new_page()
-        page.goto(url)
-        widget = page.locator("citewise-widget")
-        widget.locator(".launcher").click()
-        field = widget.locator("input")
-        expect(field).to_be_enabled()
+        page, widget, field = open_widget(new_page, url)
         field.fill(QUESTION)
         field.press("Enter")
         expect(widget.locator(".msg.bot").last).to_have_attribute("data-state", "done",

@@ -7,7 +7,7 @@ from __future__ import annotations
 from playwright.sync_api import expect
 
 from tests.api.test_page_context import AMBIGUOUS, PAGES
-from tests.web.conftest import LiveServer, screenshot
+from tests.web.conftest import LiveServer, open_widget, screenshot
 
 LONG = 60_000
 HTML = """<!doctype html>
@@ -21,12 +21,7 @@ HTML = """<!doctype html>
 def ask_from(new_page, url: str) -> tuple[dict, object]:  # type: ignore[no-untyped-def]
     """Ask the ambiguous question in the widget on ``url``; returns the JSON body the widget
     sent to /api/chat/stream and the answer's element once it is done."""
-    page = new_page()
-    page.goto(url)
-    widget = page.locator("citewise-widget")
-    widget.locator(".launcher").click()
-    field = widget.locator("input")
-    expect(field).to_be_enabled()
+    page, widget, field = open_widget(new_page, url)
     field.fill(AMBIGUOUS)
     with page.expect_request(lambda r: r.url.endswith("/api/chat/stream")) as sent:
         field.press("Enter")

@@ -4,7 +4,8 @@ A chat model reads its prompt and writes its answer in one window of ``n_ctx`` t
 prompt that leaves no room makes the server refuse it (HTTP 400, as in ragflow#13549: 17,248
 prompt tokens sent to a 16,384-token model) or cut it silently. :func:`fit_prompt` builds the
 prompt within ``window - reserve`` tokens (``reserve``: the answer's ``max_tokens`` and any
-turn that follows the prompt), giving things up in this order:
+turn that follows the prompt) and returns it (:attr:`Fitted.messages`, what the answerer
+sends: the prompt is built once per answer), giving things up in this order:
 
 1. earlier turns, oldest first (the rolling summary of a chat, its first pseudo-turn
    :data:`SUMMARY_QUESTION`, is kept while any turn is);
@@ -91,19 +92,21 @@ def _text_tokens(text: str, count_tokens: Callable[[str], int]) -> float:
 
 @dataclass(frozen=True)
 class Fitted:
-    """A prompt's contents within the budget.
+    """A prompt within the budget and its contents.
 
     ``history`` and ``evidence`` are what is sent (oldest turn first, best passage first);
-    ``evidence_tokens`` the evidence block's budget to build them with; ``prompt_tokens`` the
-    estimate (:func:`estimate_tokens`) of the prompt built so; ``window`` and ``reserve`` the
-    context window and the tokens kept free for the answer; ``dropped_turns`` how many earlier
-    turns were left out (the summary not counted), ``dropped_summary`` whether the summary
-    was; ``dropped_passages`` the citation numbers of the passages left out, in rank order;
-    ``cut`` whether the last passage was cut below its share."""
+    ``evidence_tokens`` the evidence block's budget they were built with; ``messages`` the
+    prompt built from them (``build(evidence, history, evidence_tokens)``, to send as it is);
+    ``prompt_tokens`` the estimate (:func:`estimate_tokens`) of ``messages``; ``window`` and
+    ``reserve`` the context window and the tokens kept free for the answer; ``dropped_turns``
+    how many earlier turns were left out (the summary not counted), ``dropped_summary``
+    whether the summary was; ``dropped_passages`` the citation numbers of the passages left
+    out, in rank order; ``cut`` whether the last passage was cut below its share."""
 
     history: tuple[tuple[str, str], ...]
     evidence: tuple[Evidence, ...]
     evidence_tokens: int
+    messages: tuple[Message, ...]
     prompt_tokens: int
     window: int
     reserve: int
@@ -152,13 +155,15 @@ class Fitted:
 def fit_prompt(evidence: Sequence[Evidence], history: Sequence[tuple[str, str]], *,
                build: PromptBuilder, count_tokens: Callable[[str], int], window: int,
                reserve: int, evidence_tokens: int) -> Fitted:
-    """The earlier turns and passages to send so that ``build``'s prompt is at most
-    ``window - reserve`` tokens (:func:`estimate_tokens`); the order of what is given up is
-    in the module docstring. ``evidence`` is best first, ``history`` (question, answer) pairs
-    oldest first, a first pair whose question is :data:`SUMMARY_QUESTION` being the rolling
-    summary. ``build`` must put each turn in as one user and one assistant message (as
-    :func:`~citewise.answer.prompts.build_messages` does): a turn's cost is counted from its
-    two texts.
+    """The prompt to send, ``build``'s for the earlier turns and passages that keep it at most
+    ``window - reserve`` tokens (:func:`estimate_tokens`), in :attr:`Fitted.messages`; the
+    order of what is given up is in the module docstring. ``evidence`` is best first,
+    ``history`` (question, answer) pairs oldest first, a first pair whose question is
+    :data:`SUMMARY_QUESTION` being the rolling summary. ``build`` must put each turn in as one
+    user and one assistant message (as :func:`~citewise.answer.prompts.build_messages` does):
+    a turn's cost is counted from its two texts. ``build`` is called without history for
+    each choice of passages tried, then once more with the turns kept (not at all when none
+    is: the last prompt tried is the one returned).
 
     Raises ProviderError when the prompt with no history and one passage cut to
     :data:`MIN_SHARE` tokens still does not fit (long instructions, or a window smaller
@@ -166,7 +171,8 @@ def fit_prompt(evidence: Sequence[Evidence], history: Sequence[tuple[str, str]],
     limit = window - reserve
     passages = list(evidence)
     budget = evidence_tokens
-    base = estimate_tokens(build(passages, (), budget), count_tokens)
+    prompt = build(passages, (), budget)
+    base = estimate_tokens(prompt, count_tokens)
     turns = list(history)
     summary = turns.pop(0) if turns and turns[0][0] == SUMMARY_QUESTION else None
     costs = [_message_tokens(q, count_tokens) + _message_tokens(a, count_tokens)
@@ -186,12 +192,14 @@ def fit_prompt(evidence: Sequence[Evidence], history: Sequence[tuple[str, str]],
     while kept > 1 and base + history_cost > limit:
         kept -= 1
         budget = min(evidence_tokens, share * kept)
-        base = estimate_tokens(build(passages[:kept], (), budget), count_tokens)
+        prompt = build(passages[:kept], (), budget)
+        base = estimate_tokens(prompt, count_tokens)
     cut = False
     while kept and base + history_cost > limit and budget > MIN_SHARE:
         budget = max(budget // 2, MIN_SHARE)
         cut = True
-        base = estimate_tokens(build(passages[:kept], (), budget), count_tokens)
+        prompt = build(passages[:kept], (), budget)
+        base = estimate_tokens(prompt, count_tokens)
     total = base + history_cost
     if total > limit:
         raise ProviderError(
@@ -199,8 +207,10 @@ def fit_prompt(evidence: Sequence[Evidence], history: Sequence[tuple[str, str]],
             f"passage, but the model's context of {window:,} tokens leaves {max(limit, 0):,} "
             f"after {reserve:,} for the answer; shorten the instructions, lower "
             "CITEWISE_LLM_MAX_TOKENS or use a model with a larger context")
-    fitted = Fitted(kept_history, tuple(passages[:kept]), budget, total, window, reserve,
-                    dropped, dropped_summary,
+    if kept_history:  # the turns go in once the passages are chosen (their cost is additive)
+        prompt = build(passages[:kept], kept_history, budget)
+    fitted = Fitted(kept_history, tuple(passages[:kept]), budget, tuple(prompt), total, window,
+                    reserve, dropped, dropped_summary,
                     tuple(ev.citation.n for ev in passages[kept:]), cut)
     if fitted.notice:
         log.info("%s", fitted.notice)

@@ -247,7 +247,8 @@ class LLMAnswerer:
         """Status and token events, then one DoneEvent (see DESIGN.md, Events).
 
         ``messages`` replaces the prompt :func:`~citewise.answer.prompts.build_messages` would
-        build (the pick-then-write answerer continues its picking conversation); citations
+        build (the answer stage sends the prompt :func:`~citewise.answer.budget.fit_prompt`
+        fitted; the pick-then-write answerer continues its picking conversation); citations
         are still checked against ``evidence`` alone."""
         if messages is None:
             messages = build_messages(

@@ -33,7 +33,7 @@ from citewise.answer.extractive import quoted
 from citewise.answer.grounding import check_support
 from citewise.answer.llm import LLMAnswerer, fall_back
 from citewise.answer.prompts import pick_messages, write_after_pick
-from citewise.answer.providers import ChatProvider
+from citewise.answer.providers import ChatProvider, Message
 from citewise.errors import ProviderError
 from citewise.types import Answer, DoneEvent, Event, Evidence, StatusEvent, TokenEvent
 
@@ -94,13 +94,21 @@ class PickAnswerer:
                                   max_sentences=max_sentences, instructions=instructions)
 
     def stream(self, question: str, evidence: Sequence[Evidence],
-               history: Sequence[tuple[str, str]] = ()) -> Iterator[Event]:
+               history: Sequence[tuple[str, str]] = (), *,
+               messages: Sequence[Message] | None = None) -> Iterator[Event]:
         """Status and token events, then one DoneEvent (see DESIGN.md, Events); the
-        DoneEvent's metrics add ``pick_ms`` (the picking call) and ``picked`` (how many)."""
+        DoneEvent's metrics add ``pick_ms`` (the picking call) and ``picked`` (how many).
+
+        ``messages`` is the picking prompt when the caller has built it (the answer stage
+        sends the one :func:`~citewise.answer.budget.fit_prompt` fitted), else
+        :func:`~citewise.answer.prompts.pick_messages` builds it from ``evidence`` and
+        ``history``; the numbers picked are checked against ``evidence`` alone."""
         given = list(evidence)
-        messages = pick_messages(question, given, history, budget_tokens=self.context_tokens,
-                                 count_tokens=self.count_tokens,
-                                 instructions=self.instructions)
+        if messages is None:
+            messages = pick_messages(question, given, history,
+                                     budget_tokens=self.context_tokens,
+                                     count_tokens=self.count_tokens,
+                                     instructions=self.instructions)
         yield StatusEvent(f"choosing the evidence with {self.provider.name} "
                           f"({self.provider.model})", stage="pick")
         t0 = time.perf_counter()

@@ -165,8 +165,8 @@ class AnswerService:
         s = self.settings
         question = clean_query(question, s.max_query_chars)
         if not result.hits:
-            yield DoneEvent(Answer(question, self.not_found(NOT_FOUND, filters, question), (), False,
-                                   "none", metrics=result.timings_ms))
+            yield DoneEvent(Answer(question, self.not_found(NOT_FOUND, filters, question), (),
+                                   False, "none", metrics=result.timings_ms))
             return
         files = len({h.document.id if h.document is not None else h.chunk_id
                      for h in result.hits})
@@ -211,7 +211,7 @@ class AnswerService:
                     instructions: str = "") -> Iterator[Event]:
         """The LLM answerer's events, its prompt fitted to the provider's context window
         (:func:`~citewise.answer.budget.fit_prompt`: a ``notice`` status says what was left
-        out; the DoneEvent's metrics add the budget's)."""
+        out; the DoneEvent's metrics add the budget's) and sent as fitted, not built again."""
         s = self.settings
         turns = history[-s.history_turns:] if s.history_turns else ()
         count = self.embedder.count_tokens
@@ -239,10 +239,11 @@ class AnswerService:
         if picks:
             events = PickAnswerer(provider, fallback, style=cast("PickStyle", style),
                                   max_picked=s.answer_sentences, **common
-                                  ).stream(question, fitted.evidence, fitted.history)
+                                  ).stream(question, fitted.evidence, fitted.history,
+                                           messages=fitted.messages)
         else:
             events = LLMAnswerer(provider, fallback, **common).stream(
-                question, fitted.evidence, fitted.history)
+                question, fitted.evidence, fitted.history, messages=fitted.messages)
         for event in events:
             if isinstance(event, DoneEvent):
                 event = DoneEvent(replace(event.answer, metrics={**event.answer.metrics,
@@ -293,7 +294,8 @@ class AnswerService:
 
 def _builder(question: str, count_tokens: Callable[[str], int], instructions: str,
              picks: bool) -> PromptBuilder:
-    """The prompt the answerer will send, for :func:`~citewise.answer.budget.fit_prompt`."""
+    """The answerer's prompt builder for :func:`~citewise.answer.budget.fit_prompt`, whose
+    fitted messages the answerer then sends."""
     make = pick_messages if picks else build_messages
 
     def build(evidence: Sequence[Evidence], history: Sequence[tuple[str, str]],

@@ -1,9 +1,9 @@
 """The ``citewise`` command line (Typer): ingest, ask, chat, serve, mcp, search, status,
-reindex, migrate, scan, eval, train-reranker, watch.
+reindex, migrate, scan, eval, train-reranker, watch, desktop.
 
 This module only builds :data:`app`; each command group lives in its own module (``ingest``:
 ingest, watch, status, reindex, migrate; ``ask``: ask, chat, search; ``serve``: serve, mcp;
-``scan``; ``eval``; ``train``: train-reranker) and :mod:`citewise.cli.common` holds what they
+``scan``; ``eval``; ``train``: train-reranker; ``desktop``) and :mod:`citewise.cli.common` holds what they
 share.
 """
 
@@ -14,7 +14,7 @@ import os
 
 import typer
 
-from citewise.cli import ask, ingest, scan, serve, train
+from citewise.cli import ask, desktop, ingest, scan, serve, train
 from citewise.cli.eval import eval_app
 
 app = typer.Typer(
@@ -50,6 +50,7 @@ app.command()(ingest.migrate)
 app.command()(scan.scan)
 app.command("train-reranker")(train.train_reranker)
 app.command()(ingest.watch)
+app.command()(desktop.desktop)
 
 
 def main() -> None:  # pragma: no cover

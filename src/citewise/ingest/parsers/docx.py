@@ -34,7 +34,8 @@ from citewise.ingest.parsers.base import TextBuilder, register, split_keywords
 from citewise.ingest.parsers.text import clean_text, collapse_blobs, parse_mislabelled
 from citewise.types import BlockKind, ParsedDocument
 
-__all__ = ["MAX_MEMBERS", "MAX_RATIO", "MAX_UNCOMPRESSED", "check_zip", "parse"]
+__all__ = ["MAX_MEMBERS", "MAX_RATIO", "MAX_UNCOMPRESSED", "check_zip", "core_properties",
+           "parse"]
 
 MAX_UNCOMPRESSED = 200 * 1024 * 1024
 MAX_MEMBERS = 10_000
@@ -81,6 +82,26 @@ def check_zip(path: str | Path, data: bytes) -> zipfile.ZipFile:
     return archive
 
 
+def core_properties(props: Any, attributes: dict[str, str]) -> dict[str, Any]:
+    """Document metadata from an Office package's core properties (python-docx's or
+    python-pptx's ``core_properties``, openpyxl's ``workbook.properties``): for each
+    ``metadata key -> attribute`` of ``attributes``, the non-empty text cleaned and stripped
+    (``keywords`` split on commas and semicolons into a list) or a datetime as its ISO date
+    (``"2024-03-31"``). A property that is missing, empty, not text or a date, or malformed
+    (reading it raises ValueError or TypeError) is left out; nothing is raised."""
+    out: dict[str, Any] = {}
+    for key, attr in attributes.items():
+        try:
+            value = getattr(props, attr)
+        except (ValueError, TypeError, AttributeError):  # a malformed property: left out
+            continue
+        if hasattr(value, "date") and callable(value.date):
+            out[key] = value.date().isoformat()
+        elif isinstance(value, str) and (value := clean_text(value).strip()):
+            out[key] = split_keywords(value) if key == "keywords" else value
+    return out
+
+
 @register("docx", suffixes=(".docx",), sniff=_sniff)
 def parse(path: Path, data: bytes) -> ParsedDocument:
     """Parse a .docx into heading, paragraph, list and table blocks (see the module docstring).
@@ -119,29 +140,13 @@ def parse(path: Path, data: bytes) -> ParsedDocument:
         raise EmptyDocumentError(path, "no visible text in the Word document")
     title = (document.core_properties.title or "").strip() or walker.first_heading
     return builder.build("docx", title=clean_text(title) or Path(path).stem,
-                         metadata=_properties(document.core_properties))
+                         metadata=core_properties(document.core_properties, _PROPERTIES))
 
 
 #: core properties kept as document metadata (``--where author=...``), by metadata key
 _PROPERTIES = {"author": "author", "subject": "subject", "keywords": "keywords",
                "category": "category", "language": "language", "created": "created",
                "modified": "modified", "last_modified_by": "last_modified_by"}
-
-
-def _properties(core: Any) -> dict[str, Any]:
-    """The Word document's non-empty core properties: text stripped, dates as ISO dates,
-    ``keywords`` split on commas and semicolons into a list."""
-    out: dict[str, Any] = {}
-    for key, attr in _PROPERTIES.items():
-        try:
-            value = getattr(core, attr)
-        except (ValueError, TypeError, AttributeError):  # a malformed property: left out
-            continue
-        if hasattr(value, "date") and callable(value.date):
-            out[key] = value.date().isoformat()
-        elif isinstance(value, str) and (value := clean_text(value).strip()):
-            out[key] = split_keywords(value) if key == "keywords" else value
-    return out
 
 
 def _numbering_root(document: Any) -> Any | None:

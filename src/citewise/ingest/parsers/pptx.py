@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from citewise.errors import CorruptDocumentError, EmptyDocumentError, UnsupportedFormatError
-from citewise.ingest.parsers.base import TextBuilder, register, split_keywords
-from citewise.ingest.parsers.docx import check_zip
+from citewise.ingest.parsers.base import TextBuilder, register
+from citewise.ingest.parsers.docx import check_zip, core_properties
 from citewise.ingest.parsers.text import clean_text, collapse_blobs, parse_mislabelled
 from citewise.types import BlockKind, ParsedDocument
 
@@ -78,7 +78,7 @@ def parse(path: Path, data: bytes) -> ParsedDocument:
                 continue
             title = _slide(builder, slide, number)
             first_title = first_title or title
-        metadata = _properties(presentation.core_properties)
+        metadata = core_properties(presentation.core_properties, _PROPERTIES)
     except Exception as exc:  # python-pptx raises KeyError, ValueError, XML errors on damage
         where = f"slide {slides}" if slides else "presentation"
         raise CorruptDocumentError(path, f"corrupt {where}: {exc}") from exc
@@ -174,21 +174,8 @@ def _table(table: Any) -> tuple[str, str]:
     return rows[0], "\n".join(rows[1:])
 
 
+#: core properties kept as document metadata, by metadata key
 _PROPERTIES = {"title": "title", "author": "author", "subject": "subject",
                "keywords": "keywords", "category": "category", "language": "language",
                "created": "created", "modified": "modified",
                "last_modified_by": "last_modified_by"}
-
-
-def _properties(core: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, attr in _PROPERTIES.items():
-        try:
-            value = getattr(core, attr)
-        except (ValueError, TypeError, AttributeError):  # a malformed property: left out
-            continue
-        if hasattr(value, "date") and callable(value.date):
-            out[key] = value.date().isoformat()
-        elif isinstance(value, str) and (value := clean_text(value).strip()):
-            out[key] = split_keywords(value) if key == "keywords" else value
-    return out

@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from citewise.errors import CorruptDocumentError, EmptyDocumentError, UnsupportedFormatError
-from citewise.ingest.parsers.base import TextBuilder, register, split_keywords
-from citewise.ingest.parsers.docx import check_zip
+from citewise.ingest.parsers.base import TextBuilder, register
+from citewise.ingest.parsers.docx import check_zip, core_properties
 from citewise.ingest.parsers.text import clean_text, collapse_blobs, parse_mislabelled
 from citewise.types import BlockKind, ParsedDocument
 
@@ -121,7 +121,7 @@ def parse(path: Path, data: bytes) -> ParsedDocument:
                 last = _add_region(builder, sheet.title, region, last)
             if len(builder.blocks) > before:
                 sheets.append(sheet.title)
-        properties = _properties(workbook.properties)
+        properties = core_properties(workbook.properties, _PROPERTIES)
     except Exception as exc:  # a damaged sheet: openpyxl raises KeyError, XML errors, ...
         raise CorruptDocumentError(path, f"corrupt Excel {where}: {exc}") from exc
     finally:
@@ -207,14 +207,3 @@ _PROPERTIES = {"title": "title", "author": "creator", "subject": "subject",
                "keywords": "keywords", "category": "category", "language": "language",
                "created": "created", "modified": "modified",
                "last_modified_by": "lastModifiedBy"}
-
-
-def _properties(props: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, attr in _PROPERTIES.items():
-        value = getattr(props, attr, None)
-        if isinstance(value, dt.datetime):
-            out[key] = value.date().isoformat()
-        elif isinstance(value, str) and (value := clean_text(value).strip()):
-            out[key] = split_keywords(value) if key == "keywords" else value
-    return out

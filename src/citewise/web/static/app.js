@@ -20,7 +20,7 @@ const ui = {
   viewerText: $("viewer-text"), viewerPage: $("viewer-page"), adminKey: $("admin-key"), search: $("chat-search"),
   rename: $("rename"), theme: $("theme"), exportFeedback: $("export-feedback"), jump: $("jump"),
   sourcesNote: $("sources-note"), scope: $("scope"), scopeName: $("scope-name"),
-  scopeClear: $("scope-clear"),
+  scopeClear: $("scope-clear"), dropZone: $("drop-zone"),
 };
 
 // follow: keep the newest text in view while it streams (off once the reader scrolls up)
@@ -1194,6 +1194,45 @@ ui.file.addEventListener("change", () => {
   const file = ui.file.files[0];
   ui.file.value = "";
   if (file) attach(file);
+});
+
+// --- files dropped on the page (a browser tab or the desktop window) ---------------------
+// Each dropped file goes through attach(), one after the other: the same upload, card,
+// progress and errors as the + button. While an answer is streaming nothing is uploaded.
+let dragDepth = 0;
+const dragsFiles = (e) => Array.from(e.dataTransfer ? e.dataTransfer.types : []).includes("Files");
+function showDropZone(on) {
+  ui.dropZone.hidden = !on;
+  document.body.classList.toggle("dragging", on);
+}
+document.addEventListener("dragenter", (e) => {
+  if (!dragsFiles(e)) return;
+  e.preventDefault();
+  dragDepth += 1;
+  showDropZone(true);
+});
+document.addEventListener("dragover", (e) => {
+  if (!dragsFiles(e)) return;
+  e.preventDefault();
+  e.dataTransfer.dropEffect = state.busy ? "none" : "copy";
+  showDropZone(true);
+});
+document.addEventListener("dragleave", (e) => {
+  if (!dragsFiles(e)) return;
+  dragDepth = Math.max(0, dragDepth - 1);
+  if (dragDepth === 0) showDropZone(false);
+});
+document.addEventListener("drop", async (e) => {
+  if (!dragsFiles(e)) return;
+  e.preventDefault();  // never let the window navigate to the dropped file
+  dragDepth = 0;
+  showDropZone(false);
+  const files = Array.from(e.dataTransfer.files);
+  if (state.busy) {
+    showError("Wait for the answer to finish (or stop it), then drop the files again.");
+    return;
+  }
+  for (const file of files) await attach(file);
 });
 ui.adminKey.value = sessionStorage.getItem(KEY_STORE) || "";
 ui.adminKey.addEventListener("change", () => sessionStorage.setItem(KEY_STORE, ui.adminKey.value.trim()));
