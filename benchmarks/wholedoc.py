@@ -17,6 +17,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 import tempfile
@@ -32,7 +33,7 @@ from citewise.types import DoneEvent
 
 def in_order(cited: list[int]) -> float:
     """Share of consecutive cited numbers that go forward (1.0: document order)."""
-    pairs = list(zip(cited, cited[1:], strict=False))
+    pairs = list(itertools.pairwise(cited))
     return sum(b >= a for a, b in pairs) / len(pairs) if pairs else 1.0
 
 
