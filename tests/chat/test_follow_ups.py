@@ -12,7 +12,8 @@ from typer.testing import CliRunner
 
 from citewise.answer.providers import OpenAICompatible
 from citewise.chat.agent import Agent
-from citewise.chat.sessions import SessionStore, llm_summariser, rewrite_with_llm
+from citewise.chat.planner import Directive, LLMPlanner, Plan
+from citewise.chat.sessions import History, SessionStore, llm_summariser, rewrite_with_llm
 from citewise.cli import app
 from citewise.config import SearchMode
 from citewise.types import DoneEvent, ToolCallEvent
@@ -121,6 +122,21 @@ def test_the_terminal_chat_rewrites_follow_ups_and_continues_a_saved_chat(docs, 
     assert result.exit_code != 0 and "no saved chat" in result.output
 
 
+def test_a_follow_up_keeps_its_earlier_question_when_the_planner_s_directive_is_dropped():
+    history = History("", (("How long is the warranty for a product?", "24 months [1]."),),
+                      "How long is the warranty for a product?")
+    for plan in (Plan(Directive.SCAN, "0123456789abcdef01234567"),
+                 Plan(Directive.INGEST, "notes/a.md"), Plan(Directive.ANSWER, "")):
+        checked = LLMPlanner.check(plan, "What about a service?",
+                                   History("", (), history.last_query)
+                                   if plan.directive is Directive.ANSWER else history)
+        assert checked == Plan(Directive.SEARCH, "How long is the warranty for a product? What "
+                               "about a service?", rewritten=True), plan
+    # a standalone question is still searched as typed
+    assert LLMPlanner.check(Plan(Directive.SCAN, "x"), "When are salaries paid?",
+                            history) == Plan(Directive.SEARCH, "When are salaries paid?")
+
+
 # --- the real bundled model --------------------------------------------------------------
 
 @pytest.fixture
@@ -150,9 +166,11 @@ def test_the_bundled_model_folds_old_turns_into_a_summary(default_provider):
     assert not summary.startswith("Q:")  # the model's summary, not the rule's fallback
 
 
+@pytest.mark.slow  # two generations and the searches: 12 min under a load of 9-13
 def test_a_follow_up_rewritten_by_the_bundled_model_finds_its_answer(make_agent,
                                                                      default_llm_settings):
-    agent = make_agent(**default_llm_settings)
+    # the rules plan and the model rewrites: what the bundled `local` provider does
+    agent = make_agent(**default_llm_settings, planner="rules")
     first = "How long is the warranty for a product?"
     chat_id = agent.start(first)
     list(agent.run(chat_id, first, extractive=True))
