@@ -30,7 +30,7 @@ N03 = CASES / "n03_context_overflow"
 QUESTION = json.loads((N03 / "queries.json").read_text())[0]["q"]
 SETTINGS = json.loads((N03 / "settings.json").read_text())
 WINDOW = SETTINGS["n_ctx"]
-PASSAGE = re.compile(r'\[(\d+)\] <passage source="([^"]+)"')
+PASSAGE = re.compile(r'^\[(\d+)\] \(([^\n]+?)\) ', re.MULTILINE)
 
 
 def _history() -> list[tuple[str, str]]:

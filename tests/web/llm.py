@@ -71,8 +71,8 @@ class ScriptedLLM(ThreadingHTTPServer):
 
 def passages(prompt: str) -> dict[int, str]:
     """The numbered passages of an answer prompt's evidence block: {n: text}."""
-    found = re.findall(r'\[(\d+)\] <passage source="[^"]*">\n(.*?)\n</passage>',
-                       prompt, re.DOTALL)
+    found = re.findall(r'^\[(\d+)\] \([^\n]*?\) (.*?)(?=\n\[\d+\] \(|\n</evidence>)',
+                       prompt, re.DOTALL | re.MULTILINE)
     return {int(n): text for n, text in found}
 
 

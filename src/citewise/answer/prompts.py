@@ -1,9 +1,12 @@
 """The grounded-answer prompt: rules in the system message, numbered evidence as data.
 
-Each evidence passage is ``[N] <passage source="...">...</passage>``, all inside one
+Each evidence passage is one line or more, ``[N] (file > section) text``, all inside one
 ``<evidence>`` block, and the rules say that text inside it is data, never instructions (case
 C27: a document saying "ignore previous instructions" must not steer the answer). Text that
-could close the wrapper early (``</passage>``, ``</evidence>``) is defanged. Passages are added
+could close the wrapper early (``</evidence>``, or the ``<passage>`` tags earlier versions
+wrapped each passage in) is defanged. The bare ``[N] (source)`` line start costs about 9
+tokens a passage fewer than the tags did (a tenth of the evidence, docs/benchmarks.md): every
+prompt token is prefilled before the first word. Passages are added
 best first, each cut to an equal share of ``context_tokens``: the run of whole sentences that
 covers most of the question's terms, so every retrieved passage keeps a citation number and
 a small local model reads a short prompt.
@@ -70,7 +73,7 @@ def _source(ev: Evidence) -> str:
     apart, a few tokens long (the full location is in the citation the user sees)."""
     c = ev.citation
     where = f"{c.path} > {c.section[-1]}" if c.section else c.path
-    return _defang(where).replace('"', "'")
+    return " ".join(_defang(where).split())
 
 
 def _cut(text: str, budget: int, count_tokens: Callable[[str], int]) -> str:
@@ -126,7 +129,7 @@ def evidence_block(evidence: Sequence[Evidence], budget_tokens: int,
     parts = []
     for ev in evidence:
         text = _defang(_window(ev.chunk.text.strip(), q_terms, share, count_tokens, language))
-        parts.append(f'[{ev.citation.n}] <passage source="{_source(ev)}">\n{text}\n</passage>')
+        parts.append(f"[{ev.citation.n}] ({_source(ev)}) {text}")
     return "<evidence>\n" + "\n".join(parts) + "\n</evidence>"
 
 
