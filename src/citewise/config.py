@@ -296,6 +296,12 @@ class Settings(BaseSettings):
         description="Budget for the numbered evidence in the prompt, in tokens of the embedding "
         "model's tokenizer (about 4 characters each), shared equally by the passages.",
     )
+    whole_document_tokens: int = Field(
+        6000, ge=128,
+        description="Most tokens of a document sent whole for a summary or comparison (also "
+        "bounded by the model's context window); a longer one is summarised in parts "
+        "(map-reduce, see citewise.answer.summarize).",
+    )
     history_turns: int = Field(10, ge=0, description="Earlier turns sent with a question.")
     scan_checker: Literal["auto", "llm", "rules"] = Field(
         "auto",

@@ -16,6 +16,8 @@ from citewise.answer.answerer import NO_DOCUMENTS
 from citewise.answer.factory import open_provider
 from citewise.answer.providers import PRESETS, ChatProvider
 from citewise.answer.service import AnswerService
+from citewise.answer.summarize import WholeDocumentAnswerer
+from citewise.answer.wholedoc import DocumentQuestion, detect_task, plan_question
 from citewise.config import SearchMode, Settings
 from citewise.embed import MINILM_NAMES, Embedder, load_embedder
 from citewise.errors import (
@@ -149,28 +151,29 @@ class Engine:
                top_k: int | None = None, per_file: int | None = None,
                min_score: float | None = None,
                filters: Mapping[str, Any] | None = None,
-               prefer_document: str | None = None) -> SearchResult:
+               prefer_document: str | None = None, lexical: str = "") -> SearchResult:
         """:meth:`Retriever.search <citewise.retrieve.retriever.Retriever.search>`;
         ``prefer_document`` is a document id whose chunks are preferred (the page the
-        question is asked from, :meth:`page_document`)."""
+        question is asked from, :meth:`page_document`); ``lexical`` is more words for the BM25
+        leg (the words a rewritten follow-up was typed with)."""
         return self.retriever.search(query, mode=mode, top_k=top_k, per_file=per_file,
                                      min_score=min_score, filters=filters,
-                                     prefer_document=prefer_document)
+                                     prefer_document=prefer_document, lexical=lexical)
 
     def search_evidence(self, query: str, *, mode: SearchMode | str = SearchMode.HYBRID,
                         top_k: int | None = None,
                         filters: Mapping[str, Any] | None = None,
-                        prefer_document: str | None = None) -> SearchResult:
+                        prefer_document: str | None = None, lexical: str = "") -> SearchResult:
         """The search an answer reads: with ``evidence='sentences'`` a pool of
         ``max(evidence_pool, top_k)`` chunks, at most ``evidence_per_file`` per file, whose
         sentences :meth:`answer_stream` ranks; with ``'passages'`` the plain top_k search."""
         s = self.settings
         if s.evidence != "sentences":
             return self.search(query, mode=mode, top_k=top_k, filters=filters,
-                               prefer_document=prefer_document)
+                               prefer_document=prefer_document, lexical=lexical)
         return self.search(query, mode=mode, top_k=max(s.evidence_pool, top_k or s.top_k),
                            per_file=s.evidence_per_file, filters=filters,
-                           prefer_document=prefer_document)
+                           prefer_document=prefer_document, lexical=lexical)
 
     def page_document(self, page: str,
                       filters: Mapping[str, Any] | None = None) -> Document | None:
@@ -179,14 +182,52 @@ class Engine:
         ``/docs/install.html`` -> ``docs/install.md``), among those ``filters`` let the
         question read (``collections``, ``document_ids``, ``path_prefix``, ``paths``,
         ``where``); None when none matches or two match equally well."""
+        return document_for_page(page, self.readable_documents(filters))
+
+    def readable_documents(self, filters: Mapping[str, Any] | None = None) -> list[Document]:
+        """The indexed documents ``filters`` let a question read (``collections``,
+        ``document_ids``, ``path_prefix``, ``paths``, ``where``)."""
         f = filters or {}
         collections, ids, prefix = f.get("collections"), f.get("document_ids"), f.get("path_prefix")
-        readable = [d for d in self.store.documents()
-                    if (collections is None or d.collection in collections)
-                    and (ids is None or d.id in ids)
-                    and (prefix is None or d.path.startswith(prefix))
-                    and in_scope(d, f)]
-        return document_for_page(page, readable)
+        return [d for d in self.store.documents()
+                if (collections is None or d.collection in collections)
+                and (ids is None or d.id in ids)
+                and (prefix is None or d.path.startswith(prefix))
+                and in_scope(d, f)]
+
+    def document_question(self, question: str, documents: Sequence[str] = (),
+                          filters: Mapping[str, Any] | None = None) -> DocumentQuestion | None:
+        """Whether ``question`` is about whole documents
+        (:func:`~citewise.answer.wholedoc.plan_question`) among those ``filters`` let it read:
+        the ``documents`` pinned by name or id, or the ones the question names for a
+        whole-document task ("summarize install.md"); None for an ordinary question. Raises
+        NotFoundError for a pinned name that matches no readable document, or several."""
+        if not documents and detect_task(question) is None:
+            return None  # the common case reads no document list
+        readable = [d for d in self.readable_documents(filters) if d.status != "failed"]
+        return plan_question(question, readable, documents)
+
+    @cached_property
+    def whole_documents(self) -> WholeDocumentAnswerer:
+        """The whole-document stage (:class:`~citewise.answer.summarize.WholeDocumentAnswerer`)
+        on this engine's store, tokenizer and provider."""
+        return WholeDocumentAnswerer(self.settings, self.store,
+                                     lambda text: self.embedder.count_tokens(text),
+                                     self.provider_stream,
+                                     lambda p: self.answers.context_window(p))
+
+    @staticmethod
+    def route_documents(plan: DocumentQuestion | None,
+                        filters: Mapping[str, Any] | None = None,
+                        ) -> tuple[DocumentQuestion | None, Mapping[str, Any] | None]:
+        """The whole-document ``plan`` to answer by :attr:`whole_documents` (None when the
+        question is searched) and the ``filters`` to search with: those given, narrowed to
+        the pinned documents when ``plan`` pins documents for an ordinary question."""
+        if plan is None:
+            return None, filters
+        if plan.task is not None:
+            return plan, filters
+        return None, {**(filters or {}), "document_ids": [d.id for d in plan.documents]}
 
     def provider(self) -> ChatProvider | None:
         """The configured LLM provider, opened on first use (None for ``none``).
@@ -221,7 +262,7 @@ class Engine:
                    history: Sequence[tuple[str, str]] = (),
                    mode: SearchMode | str = SearchMode.HYBRID,
                    filters: Mapping[str, Any] | None = None,
-                   instructions: str = "") -> Iterator[Event]:
+                   instructions: str = "", documents: Sequence[str] = ()) -> Iterator[Event]:
         """Yields status events, answer tokens, then one DoneEvent (see DESIGN.md, Events).
 
         Each status comes before the slow step it names: "searching the documents" (stage
@@ -234,7 +275,13 @@ class Engine:
         finds no evidence above ``min_score`` or no sentence answers (``abstain``). ``history`` is the earlier (question, answer) turns, oldest first.
         ``filters`` narrow the search (the store's ``document_ids`` and ``path_prefix``);
         ``instructions`` are appended to the LLM's rules (an OpenAI client's system message).
-        Raises QueryError for a blank question, EmbeddingMismatchError or
+        ``documents`` pins documents by name or id (:meth:`document_question`): a
+        whole-document question ("summarize", "list the sections", "the first sentence",
+        "compare") about them, or one the question names, is answered by
+        :attr:`whole_documents` (a ``read`` status, no search); any other question is searched
+        within the pinned documents only.
+        Raises QueryError for a blank question, NotFoundError for a pinned name that names no
+        readable document, EmbeddingMismatchError or
         AnalyzerMismatchError for an index built otherwise; a provider that cannot be opened
         or fails gives the extractive answer (a ``fallback`` status), not an error.
         """
@@ -248,6 +295,12 @@ class Engine:
             yield StatusEvent(f"the question is {asked:,} characters long: only its last "
                               f"{len(question):,} are searched (max_query_chars)",
                               stage="notice")
+        whole, filters = self.route_documents(
+            self.document_question(question, documents, filters), filters)
+        if whole is not None:
+            yield from self.whole_documents.stream(question, whole, extractive=extractive,
+                                                   instructions=instructions)
+            return
         result = yield from self.search_stream(question, mode=mode, top_k=top_k,
                                                filters=filters)
         yield from self.answer_stream(question, result, extractive=extractive, history=history,
@@ -255,7 +308,7 @@ class Engine:
 
     def search_stream(self, query: str, *, mode: SearchMode | str = SearchMode.HYBRID,
                       top_k: int | None = None, filters: Mapping[str, Any] | None = None,
-                      prefer_document: str | None = None,
+                      prefer_document: str | None = None, lexical: str = "",
                       ) -> Generator[Event, None, SearchResult]:
         """:meth:`search_evidence` as a stream: yields the one "searching the documents" status
         (stage ``retrieve``) before the first slow step (loading the embedding model,
@@ -264,7 +317,7 @@ class Engine:
         (QueryError, EmbeddingMismatchError, AnalyzerMismatchError)."""
         yield StatusEvent("searching the documents", stage="retrieve")
         return self.search_evidence(query, mode=mode, top_k=top_k, filters=filters,
-                                    prefer_document=prefer_document)
+                                    prefer_document=prefer_document, lexical=lexical)
 
     def provider_stream(self) -> Generator[Event, None, ChatProvider | None]:
         """:meth:`provider` as a stream: yields a "starting the local model" status (stage

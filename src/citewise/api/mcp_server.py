@@ -267,15 +267,22 @@ class CitewiseMCP:
             filters: ChatFilters | None = None,
             extractive: Annotated[bool, Field(description="Quote evidence sentences instead "
                                               "of asking the LLM.")] = False,
+            documents: Annotated[list[str] | None, Field(
+                max_length=20, description="Pin documents (id, path, file name or title, of "
+                "those the key may read): 'summarize', 'list the sections', 'quote the first "
+                "sentence' and 'compare' read them whole, in document order; another question "
+                "is searched in them only.")] = None,
         ) -> AnswerResult:
             """A cited answer from the documents ([n] marks cite citations[n-1]); found is
-            false, with no citations, when the documents do not hold the answer."""
+            false, with no citations, when the documents do not hold the answer. A question
+            that names a document for a whole-document task ("list the sections of
+            install.md") reads that document without ``documents``."""
             reader = self.reader(ctx)
             scoped = self._filters(reader, filters)
 
             def run() -> Any:
                 for event in self.engine.ask_stream(question, top_k=top_k, extractive=extractive,
-                                                    filters=scoped):
+                                                    filters=scoped, documents=documents or ()):
                     if isinstance(event, DoneEvent):
                         return event.answer
                 raise AssertionError("ask_stream ended without a DoneEvent")  # pragma: no cover

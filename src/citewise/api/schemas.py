@@ -90,6 +90,13 @@ class ChatRequest(_In):
     attachment: str | None = Field(None, max_length=64,
                                    description="Id of an uploaded document to scan.")
     extractive: bool = Field(False, description="Quote evidence sentences; no LLM.")
+    documents: list[str] | None = Field(
+        None, max_length=20,
+        description="Pin documents to the question, each by id, path, file name, name without "
+        "suffix or title (of those the caller may read; an unknown one is a 404): 'summarize', "
+        "'list the sections', 'quote the first sentence' and 'compare' read them whole, in "
+        "document order; any other question is searched in them only (see docs/api.md, "
+        "Whole-document questions).")
 
 
 class SourcePublic(BaseModel):

@@ -176,7 +176,8 @@ class Agent:
             mode: SearchMode | str = SearchMode.HYBRID,
             filters: Mapping[str, Any] | None = None, context_hint: str | None = None,
             attachment: str | None = None, extractive: bool = False,
-            may_write: bool = False, page: str | None = None) -> Iterator[Event]:
+            may_write: bool = False, page: str | None = None,
+            documents: Sequence[str] = ()) -> Iterator[Event]:
         """Yields the events of one turn of chat ``chat_id`` (see the module docstring),
         ending with ``done``, ``interrupt`` or ``error``. ``filters["collections"]`` (when
         set) are the collections the caller may read; a directive that writes (INGEST) is
@@ -185,7 +186,11 @@ class Agent:
         (:meth:`Engine.page_document <citewise.engine.Engine.page_document>`) is preferred in
         the search and the answer, announced by a ``page`` status ("preferring
         docs/install.md (the page you are on)") and named in the search's tool call
-        (``prefer_document``). Raises nothing: a CitewiseError or any other failure
+        (``prefer_document``). ``documents`` pins documents by name or id
+        (:meth:`Engine.document_question <citewise.engine.Engine.document_question>`): a
+        whole-document question about them, or one naming a document, is answered by reading
+        it (a ``read_document`` tool call with the task and paths); another question is
+        searched in them only. Raises nothing: a CitewiseError or any other failure
         becomes an ErrorEvent and an ``error`` message in the chat."""
         t0 = time.perf_counter()
         user_id = self.sessions.add_message(chat_id, "user", query)
@@ -234,7 +239,8 @@ class Agent:
                 search_query = plan.argument if plan.directive is Directive.SEARCH else query
                 inner = self._search(search_query, history.for_prompt(), top_k=top_k,
                                      mode=mode, filters=filters, extractive=extractive,
-                                     page=page)
+                                     page=page, documents=documents,
+                                     lexical=query if plan.rewritten else "")
             for event in inner:
                 if isinstance(event, TokenEvent):
                     pieces.append(event.content)
@@ -278,11 +284,28 @@ class Agent:
     def _search(self, query: str, history: Sequence[Turn], *, top_k: int | None,
                 mode: SearchMode | str, filters: Mapping[str, Any] | None,
                 extractive: bool, page: str | None = None,
-                instructions: str = "") -> EventStream:
+                instructions: str = "", documents: Sequence[str] = (),
+                lexical: str = "") -> EventStream:
+        """Search and answer ``query`` (see :meth:`run`). ``lexical`` is the user's own words
+        when ``query`` is a rewritten follow-up: they join the BM25 leg's terms, and the tool
+        call shows both (``query`` the rewritten one, ``lexical`` the words typed)."""
         engine = self.engine
+        whole, filters = engine.route_documents(
+            engine.document_question(query, documents, filters), filters)
+        if whole is not None:
+            yield ToolCallEvent("read_document", {
+                "task": whole.task.value if whole.task else None,
+                "documents": [d.path for d in whole.documents], "pinned": whole.pinned})
+            yield from engine.whole_documents.stream(query, whole, extractive=extractive,
+                                                     instructions=instructions)
+            return
         k = top_k or self.settings.top_k
         preferred = engine.page_document(page, filters) if page else None
         call: dict[str, Any] = {"query": query, "top_k": k, "mode": SearchMode(mode).value}
+        if lexical:
+            call["lexical"] = lexical
+        if documents:
+            call["documents"] = list(documents)
         if preferred is not None:
             call["prefer_document"] = preferred.path
         yield ToolCallEvent("search", call)
@@ -296,7 +319,7 @@ class Agent:
             prefer = preferred.id
             yield StatusEvent(f"preferring {preferred.path} (the page you are on)", stage="page")
         result = yield from engine.search_stream(query, mode=mode, top_k=top_k, filters=filters,
-                                                 prefer_document=prefer)
+                                                 prefer_document=prefer, lexical=lexical)
         yield ToolResultEvent("search", {"hits": [_hit_dict(h) for h in result.hits]})
         yield from engine.answer_stream(query, result, extractive=extractive, history=history,
                                         filters=filters, top_k=top_k, prefer_document=prefer,

@@ -262,6 +262,13 @@ class LLMPlanner:
         """Keep the user's exact query unless the message is a follow-up; drop directives
         the message gives no ground for (see the class docstring)."""
         search = Plan(Directive.SEARCH, query, plan.thoughts)
+        if is_follow_up(query, history.last_query):
+            # a directive dropped below still leaves a follow-up that needs the earlier
+            # question: with the 1.5B model as planner, "What about a service?" was once
+            # searched alone, without its earlier question (tests/chat/test_follow_ups.py)
+            assert history.last_query is not None
+            search = Plan(Directive.SEARCH, rewrite_follow_up(query, history.last_query),
+                          plan.thoughts, rewritten=True)
         if plan.directive is Directive.SEARCH:
             if is_follow_up(query, history.last_query) and plan.argument.strip() and (
                     plan.argument.strip().casefold() != query.strip().casefold()):

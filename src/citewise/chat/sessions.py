@@ -523,28 +523,39 @@ def rule_summary(summary: str, turns: Sequence[Turn], max_chars: int = 1200) -> 
 
 
 SUMMARY_PROMPT = (
-    "Summarise the conversation below for an assistant that will continue it. Keep the "
-    "questions asked, names, numbers and dates, and what the answers said. At most five "
-    "sentences, plain text."
+    "You summarise a conversation between a user and an assistant about the user's "
+    "documents. Reply with the summary only: at most three sentences, plain text."
 )
+#: The request after the conversation (the 1.5B model, told only to summarise "for an
+#: assistant that will continue it", wrote the conversation's next, invented turn instead).
+SUMMARY_REQUEST = (
+    "Summarise the conversation above: the questions the user asked and what the answers "
+    "said, keeping names, numbers and dates. Do not continue the conversation."
+)
+_TURN_MARKER = re.compile(r"\b(?:User|Assistant|Q\d*|A\d*)\s*:", re.IGNORECASE)
 
 
 def llm_summariser(provider: ChatProvider, max_tokens: int = 160) -> Summariser:
-    """A summariser that asks ``provider``; on a ProviderError it falls back to
-    :func:`rule_summary` (a summary is never worth failing a question for)."""
+    """A summariser that asks ``provider``; on a ProviderError, or a reply that goes on with
+    the conversation instead of summarising it (it writes "User:" or "Assistant:" turns), it
+    falls back to :func:`rule_summary` (a summary is never worth failing a question for)."""
 
     def summarise(summary: str, turns: Sequence[Turn]) -> str:
         lines = [f"Earlier summary: {summary}"] if summary else []
         for q, a in turns:
             lines += [f"User: {q}", f"Assistant: {a}"]
+        convo = "<conversation>\n" + "\n".join(lines) + "\n</conversation>"
         try:
             text = "".join(provider.stream(
                 [{"role": "system", "content": SUMMARY_PROMPT},
-                 {"role": "user", "content": "\n".join(lines)}],
+                 {"role": "user", "content": f"{convo}\n\n{SUMMARY_REQUEST}"}],
                 max_tokens=max_tokens, temperature=0.0))
         except ProviderError:
             return rule_summary(summary, turns)
-        return " ".join(text.split()) or rule_summary(summary, turns)
+        text = " ".join(text.split())
+        if not text or _TURN_MARKER.search(text):
+            return rule_summary(summary, turns)
+        return text
 
     return summarise
 

@@ -4,8 +4,8 @@ their sources, or the ranked passages themselves."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
-from typing import Annotated, Any
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -23,8 +23,23 @@ from citewise.cli.common import (
     jsonable,
 )
 from citewise.config import SearchMode
-from citewise.errors import CitewiseError
-from citewise.types import Answer, Chunk, Document, DoneEvent, Event, Hit, StatusEvent, TokenEvent
+
+if TYPE_CHECKING:
+    from citewise.chat.agent import Agent
+from citewise.errors import CitewiseError, NotFoundError
+from citewise.types import (
+    Answer,
+    Chunk,
+    Document,
+    DoneEvent,
+    ErrorEvent,
+    Event,
+    Hit,
+    InterruptEvent,
+    StatusEvent,
+    TokenEvent,
+    ToolCallEvent,
+)
 
 
 def _print_sources(answer: Answer) -> None:
@@ -85,7 +100,16 @@ class _StatusLine:
 def _stream_answer(events: Iterable[Event], live: bool, prefix: str = "") -> Answer:
     """Print tokens as they come (when ``live``), after ``prefix`` (rich markup, printed when
     the answer starts), with each status on stderr before the first token; return the final
-    Answer. Stdout gets only the prefix and the answer text. Raises what ``events`` raise."""
+    Answer. Stdout gets only the prefix and the answer text. Raises what ``events`` raise;
+    AssertionError when they end without a DoneEvent."""
+    answer = _stream_events(events, live, prefix)
+    assert answer is not None
+    return answer
+
+
+def _stream_events(events: Iterable[Event], live: bool, prefix: str = "") -> Answer | None:
+    """:func:`_stream_answer` for a stream that may end without an answer (a chat turn that
+    ends in an error or waits for approval): None then, with nothing printed for it."""
     answer: Answer | None = None
     wrote, started = False, False
     status = _StatusLine(live)
@@ -119,7 +143,8 @@ def _stream_answer(events: Iterable[Event], live: bool, prefix: str = "") -> Ans
                 status.show(event.message)
     finally:
         status.stop()
-    assert answer is not None
+    if answer is None:
+        return None
     if live:
         start()
         if not wrote:  # nothing streamed (not found, no documents)
@@ -142,6 +167,12 @@ PathOpt = Annotated[list[str] | None, typer.Option(
     "'hr/**/*.pdf'; a leading '/' anchors at the start of the path. Repeat for more.")]
 CollectionOpt = Annotated[list[str] | None, typer.Option(
     "--collection", "-c", help="Only documents of this collection. Repeat for more.")]
+DocOpt = Annotated[list[str] | None, typer.Option(
+    "--doc", "-d", metavar="NAME",
+    help="Pin a document (its path, file name, name without suffix, title or id): "
+    "'summarize', 'list the sections', 'quote the first sentence' and 'compare' read it "
+    "whole, in document order; any other question is searched in the pinned documents only. "
+    "Repeat for more (compare takes two).")]
 LanguageOpt = Annotated[str | None, typer.Option(
     "--language", help="Only passages in this language (ISO 639-1 code, such as en).")]
 
@@ -166,14 +197,17 @@ def ask(
     path: PathOpt = None,
     collection: CollectionOpt = None,
     language: LanguageOpt = None,
+    doc: DocOpt = None,
 ) -> None:
     """Answer a question with numbered citations and the sources below it (streamed).
-    --where, --path, --collection and --language limit the documents it reads."""
+    --where, --path, --collection and --language limit the documents it reads; --doc pins
+    documents ("citewise ask 'summarize it' --doc install.md"). A question naming a document
+    for a whole-document task ("list the sections of install.md") reads it without --doc."""
     filters = _scope(where, path, collection, language)
     with errors():
         engine = build_engine()
         events = engine.ask_stream(question, top_k=top_k, extractive=extractive,
-                                   filters=filters)
+                                   filters=filters, documents=doc or ())
         answer = _stream_answer(events, live=fmt is OutputFormat.text)
     if fmt is OutputFormat.json:
         out = jsonable(answer)
@@ -184,37 +218,103 @@ def ask(
     _print_sources(answer)
 
 
+ChatOpt = Annotated[str | None, typer.Option(
+    "--chat", metavar="ID",
+    help="Continue the saved chat ID (one of `citewise serve`'s chats, or an earlier "
+    "terminal chat: its id is printed when the chat ends).")]
+
+
+def _chat_events(events: Iterable[Event]) -> Iterator[Event]:
+    """``events`` as they come, with what the terminal shows of the conversation pipeline
+    on stderr: the standalone question a follow-up was rewritten into, and the documents
+    a whole-document question reads."""
+    for event in events:
+        if isinstance(event, ToolCallEvent) and event.tool == "search" and \
+                event.input.get("lexical"):
+            err_console.print(f"[dim]follow-up, searching for: {escape(event.input['query'])}[/]",
+                              soft_wrap=True)
+        elif isinstance(event, ToolCallEvent) and event.tool == "read_document":
+            err_console.print(f"[dim]reading {escape(', '.join(event.input['documents']))} "
+                              "whole[/]")
+        yield event
+
+
 def chat(
     extractive: ExtractiveOpt = False,
     top_k: TopKOpt = None,
+    chat_id: ChatOpt = None,
+    doc: DocOpt = None,
+    where: WhereOpt = None,
+    path: PathOpt = None,
+    collection: CollectionOpt = None,
+    language: LanguageOpt = None,
 ) -> None:
-    """A conversation in the terminal: earlier turns go with each question. Ctrl-D or
-    "exit" ends it."""
-    history: list[tuple[str, str]] = []
+    """A conversation in the terminal, through the same pipeline as the web chat: a
+    follow-up ("and for a service?") is rewritten into a standalone question (by the LLM
+    when one is configured; the words typed still search the BM25 leg), older turns are
+    folded into a rolling summary, and the chat is saved with the web UI's (--chat ID
+    continues one). --doc pins documents to every question; the scoping options limit the
+    documents read. Ctrl-D or "exit" ends it."""
+    from citewise.chat.agent import Agent
+    from citewise.chat.sessions import SessionStore
+
+    filters = _scope(where, path, collection, language)
     with errors():
         engine = build_engine()
-        while True:
-            try:
-                question = console.input("[bold cyan]you>[/] ")
-            except (EOFError, KeyboardInterrupt):
-                console.out("")
-                return
-            if question.strip().lower() in {"exit", "quit", ":q"}:
-                return
-            if not question.strip():
-                continue
-            try:
-                events = engine.ask_stream(question, top_k=top_k, extractive=extractive,
-                                           history=history)
-                answer = _stream_answer(events, live=True, prefix="[bold green]citewise>[/] ")
-            except CitewiseError as err:  # a bad question does not end the conversation
-                err_console.print(f"[bold red]error:[/] {escape(str(err))}")
-                continue
-            _print_checks(answer)
-            _print_sources(answer)
-            if answer.found:
-                history.append((question, answer.text))
+        sessions = SessionStore(engine.settings.sessions_database)
+        agent = Agent(engine, sessions)
+        if chat_id is not None and sessions.get_chat(chat_id) is None:
+            raise NotFoundError(f"no saved chat with id {chat_id!r}")
+        try:
+            while True:
+                try:
+                    question = console.input("[bold cyan]you>[/] ")
+                except (EOFError, KeyboardInterrupt):
+                    console.out("")
+                    break
+                if question.strip().lower() in {"exit", "quit", ":q"}:
+                    break
+                if not question.strip():
+                    continue
+                try:
+                    chat_id = agent.start(question, chat_id)
+                except CitewiseError as err:  # a bad question does not end the conversation
+                    err_console.print(f"[bold red]error:[/] {escape(str(err))}")
+                    continue
+                _chat_turn(agent, chat_id, agent.run(chat_id, question, top_k=top_k, filters=filters,
+                                            extractive=extractive, may_write=True,
+                                            documents=doc or ()))
+        finally:
+            if chat_id is not None:
+                err_console.print(f"[dim]chat saved: citewise chat --chat {chat_id}[/]")
+            sessions.close()
 
+
+def _chat_turn(agent: Agent, chat_id: str, events: Iterable[Event]) -> None:
+    """Print one turn; an action that needs approval (ingesting a file) is asked for on the
+    terminal and run or cancelled."""
+    pending: list[InterruptEvent] = []
+    failed: list[ErrorEvent] = []
+
+    def watched() -> Iterator[Event]:
+        for event in _chat_events(events):
+            if isinstance(event, InterruptEvent):
+                pending.append(event)
+            elif isinstance(event, ErrorEvent):
+                failed.append(event)
+            yield event
+
+    answer = _stream_events(watched(), live=True, prefix="[bold green]citewise>[/] ")
+    for err in failed:
+        err_console.print(f"[bold red]error:[/] {escape(err.message)}")
+    if answer is not None:
+        _print_checks(answer)
+        _print_sources(answer)
+    for interrupt in pending:
+        what = interrupt.input.get("path", interrupt.input.get("document_id", ""))
+        approve = typer.confirm(f"{interrupt.action} {what}?", default=False)
+        action = agent.take_action(chat_id, interrupt.resume_token, approve)
+        _chat_turn(agent, chat_id, agent.resume(action, approve))
 
 
 def _loaded(hit: Hit) -> tuple[Chunk, Document]:

@@ -245,6 +245,7 @@ class Retriever:
         k: int | None = None, filters: Mapping[str, Any] | None = None,
         rerank: bool = True, timings: dict[str, float] | None = None,
         query_vec: np.ndarray | None = None, prefer_document: str | None = None,
+        lexical: str = "",
     ) -> list[Hit]:
         """All candidates, best first, with chunks loaded and every stage's score.
 
@@ -255,7 +256,10 @@ class Retriever:
         chunks to the candidates (:meth:`_with_document`) and ranks them first when they are
         nearly as relevant as the best (:func:`prefer_document_hits`). A hybrid search of a
         question in a language the embedding model was not trained on is ranked by BM25
-        alone (:meth:`dense_models`; hybrid again when BM25 finds nothing). Raises QueryError
+        alone (:meth:`dense_models`; hybrid again when BM25 finds nothing). ``lexical`` is
+        more text whose BM25 terms join the question's in the sparse leg only (a rewritten
+        follow-up keeps the words it was typed with: "What about a service?" rewritten to a
+        standalone question still searches "service"). Raises QueryError
         for a blank question or a malformed filter (the message names it).
         """
         mode = SearchMode(mode)
@@ -268,6 +272,9 @@ class Retriever:
                 raise QueryError(str(err)) from None
         language = detect_language(query)
         terms = self.query_terms(query, language)
+        if lexical.strip():
+            extra = self.query_terms(lexical, language)
+            terms = list(dict.fromkeys([*terms, *extra]))
         gated = mode is SearchMode.HYBRID and not self.dense_models(language)
         if gated:  # BM25 alone; the hybrid search only when it finds nothing
             mode = SearchMode.SPARSE
@@ -404,20 +411,23 @@ class Retriever:
         self, query: str, *, mode: SearchMode | str = SearchMode.HYBRID,
         top_k: int | None = None, per_file: int | None = None,
         filters: Mapping[str, Any] | None = None, min_score: float | None = None,
-        prefer_document: str | None = None,
+        prefer_document: str | None = None, lexical: str = "",
     ) -> SearchResult:
         """The final evidence: at most ``per_file`` chunks per file, ``top_k`` in all, each
         with ``relevance >= min_score`` (defaults from settings). Empty when nothing is
         relevant. ``prefer_document``: a document id whose chunks are preferred (see
         :meth:`rank`); its chunks still need the relevance of any other, and other documents
-        keep their places after it. Raises QueryError for a blank question."""
+        keep their places after it. ``lexical``: more words for the BM25 leg (see
+        :meth:`rank`). Raises QueryError for a blank question."""
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
         mode = SearchMode(mode)
         cleaned = clean_query(query, self.settings.max_query_chars)
         query_vec = None if mode is SearchMode.SPARSE else self.embed_query(cleaned, _Clock(timings))
         hits = self.rank(cleaned, mode=mode, filters=filters, timings=timings, query_vec=query_vec,
-                         prefer_document=prefer_document)
+                         prefer_document=prefer_document,
+                         lexical=clean_query(lexical, self.settings.max_query_chars)
+                         if lexical.strip() else "")
         top_k = top_k or self.settings.top_k
         per_file = per_file or self.settings.per_file
         min_score = self.settings.min_score if min_score is None else min_score

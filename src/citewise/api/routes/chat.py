@@ -19,7 +19,8 @@ router = APIRouter(prefix="/api", tags=["chat"])
 
 _ERRORS: dict[int | str, dict[str, Any]] = {422: {"description": "blank question"},
            413: {"description": "question longer than max_request_chars"},
-           404: {"description": "unknown conversation_id"}}
+           404: {"description": "unknown conversation_id, or a pinned document that names "
+                        "none the caller may read"}}
 
 
 def _events(agent: Agent, chat_id: str, body: ChatRequest,  # type: ignore[no-untyped-def]
@@ -30,7 +31,14 @@ def _events(agent: Agent, chat_id: str, body: ChatRequest,  # type: ignore[no-un
     return agent.run(chat_id, body.query, top_k=body.top_k, mode=body.mode,
                      filters=reader.filters(asked), context_hint=body.context_hint,
                      attachment=body.attachment, extractive=body.extractive,
-                     may_write=may_write, page=body.page)
+                     may_write=may_write, page=body.page, documents=body.documents or ())
+
+
+def _check_documents(agent: Agent, body: ChatRequest, reader: Reader) -> None:
+    """NotFoundError (a 404) when a pinned document names none the caller may read."""
+    if body.documents:
+        asked = body.filters.model_dump(exclude_none=True) if body.filters else None
+        agent.engine.document_question(body.query, body.documents, reader.filters(asked))
 
 
 @router.post("/chat", responses=_ERRORS)
@@ -38,6 +46,7 @@ def chat(body: ChatRequest, agent: AgentDep, reader: ReaderDep,
          may_write: MayWriteDep) -> ChatResponse:
     """One turn, answered as JSON: ``{answer, sources, conversation_id, metrics, ...}``.
     An action that needs approval comes back in ``interrupt`` with an empty answer."""
+    _check_documents(agent, body, reader)
     chat_id = agent.start(body.query, body.conversation_id, owner=reader.owner,
                           scope=reader.chat_scope)
     out = ChatResponse(answer="", sources=[], conversation_id=chat_id, metrics={}, found=False,
@@ -66,6 +75,7 @@ async def chat_stream(body: ChatRequest, state: StateDep, reader: ReaderDep,
     ``tool_result``, ``token``... then ``done`` (or ``interrupt`` or ``error``); each
     ``data:`` is JSON (see docs/api.md). Leaving early stops the work."""
     agent = state.agent
+    await run_in_threadpool(_check_documents, agent, body, reader)
     chat_id = await run_in_threadpool(lambda: agent.start(
         body.query, body.conversation_id, owner=reader.owner, scope=reader.chat_scope))
     return sse_response(lambda: _events(agent, chat_id, body, reader, may_write), state.streams,

@@ -787,8 +787,9 @@ async function ask(query, extra = {}) {
   const turn = addUserMessage(query);
   const msg = addAssistantMessage(turn);
   if (!state.chatId) ui.title.textContent = query;
-  const scoped = state.scope && !extra.attachment
-    ? { filters: { document_ids: [state.scope.id] } } : {};
+  // a pinned document: "summarize it" and "list its sections" read it whole; any other
+  // question is searched in it only
+  const scoped = state.scope && !extra.attachment ? { documents: [state.scope.id] } : {};
   await runTurn(msg, (onEvent, signal) => api.stream(
     { query, conversation_id: state.chatId, ...scoped, ...extra }, onEvent, signal));
 }
@@ -868,7 +869,9 @@ async function offerChoices(msg, name, documentId) {
   first.focus();
 }
 
-/** Questions search only one document until the chip's × is pressed (or a new chat). */
+/** Questions are about one pinned document until the chip's × is pressed (or a new chat):
+ * sent as the request's ``documents``, so a whole-document question ("summarize it", "list
+ * its sections") reads it whole and any other is searched in it only. */
 function setScope(scope) {
   state.scope = scope;
   ui.scope.hidden = !scope;
@@ -959,6 +962,13 @@ function showSources(msg, selected = null) {
     card.setAttribute("aria-label", `Source ${s.n}${cited ? "" : " (not cited)"}: ${s.location}, score ${Number(s.score).toFixed(2)}. Open the passage.`);
     card.addEventListener("click", () => { select(s.n); openSource(s); });
     li.append(card);
+    if (s.document_id && (!state.scope || state.scope.id !== s.document_id)) {
+      li.append(actionButton("Ask about this document", "pin",
+        `Ask only about ${basename(s.path)}`, () => {
+          setScope({ id: s.document_id, name: basename(s.path) });
+          ui.question.focus();
+        }));
+    }
     if (msg.serverId !== null && msg.root.dataset.state === "done") {
       const vote = msg.feedback.sources[s.chunk_id] || 0;
       const thumbs = el("span", "source-thumbs");

@@ -1,0 +1,182 @@
+"""Follow-up questions through the conversation pipeline, on real components: a real index,
+a real sessions database, the terminal chat through Typer's runner, and the default bundled
+model (llama.cpp) for the LLM rewrite and the rolling summary."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from citewise.answer.providers import OpenAICompatible
+from citewise.chat.agent import Agent
+from citewise.chat.planner import Directive, LLMPlanner, Plan
+from citewise.chat.sessions import History, SessionStore, llm_summariser, rewrite_with_llm
+from citewise.cli import app
+from citewise.config import SearchMode
+from citewise.types import DoneEvent, ToolCallEvent
+
+WARRANTY_MD = """\
+# Warranty terms
+
+## Products
+
+The warranty for a product lasts 24 months from the date of purchase.
+
+## Services
+
+The warranty for a service lasts 90 days from the end of the work.
+
+# Payroll
+
+Salaries are paid on the 25th day of each month.
+"""
+
+
+@pytest.fixture
+def docs(tmp_path) -> Path:
+    d = tmp_path / "data"
+    d.mkdir()
+    (d / "terms.md").write_text(WARRANTY_MD, encoding="utf-8")
+    return d
+
+
+@pytest.fixture
+def make_agent(make_engine, docs, tmp_path):
+    def make(**overrides) -> Agent:  # type: ignore[no-untyped-def]
+        engine = make_engine(threads=1, **overrides)
+        engine.ingest([docs])
+        sessions = SessionStore(f"sqlite:///{tmp_path / 'sessions.sqlite3'}")
+        return Agent(engine, sessions, threading.Lock())
+
+    return make
+
+
+def _search_call(events: list) -> dict:
+    (call,) = [e.input for e in events if isinstance(e, ToolCallEvent) and e.tool == "search"]
+    return call
+
+
+def test_the_typed_words_of_a_follow_up_join_the_bm25_leg(make_engine, docs):
+    engine = make_engine()
+    engine.ingest([docs])
+
+    def sections(**kw) -> set[tuple[str, ...]]:
+        hits = engine.retriever.rank("When are salaries paid?", mode=SearchMode.SPARSE, **kw)
+        return {h.chunk.section for h in hits if h.chunk is not None}
+
+    assert ("Warranty terms", "Services") not in sections()
+    assert ("Warranty terms", "Services") in sections(lexical="What about a service?")
+
+
+def test_a_follow_up_is_rewritten_and_a_standalone_question_searched_as_typed(make_agent):
+    agent = make_agent()  # no LLM: the rule rewrites
+    first = "How long is the warranty for a product?"
+    chat_id = agent.start(first)
+    events = list(agent.run(chat_id, first, extractive=True))
+    call = _search_call(events)
+    assert call["query"] == first and "lexical" not in call
+
+    events = list(agent.run(chat_id, "What about a service?", extractive=True))
+    call = _search_call(events)
+    assert call["query"] == f"{first} What about a service?"
+    assert call["lexical"] == "What about a service?"
+    answer = events[-1].answer
+    assert isinstance(events[-1], DoneEvent) and "90 days" in answer.text
+    saved = agent.sessions.messages(chat_id)
+    assert saved[-2].search_query == call["query"]
+
+    standalone = "When are salaries paid?"
+    events = list(agent.run(chat_id, standalone, extractive=True))
+    call = _search_call(events)
+    assert call["query"] == standalone and "lexical" not in call
+
+
+def test_the_terminal_chat_rewrites_follow_ups_and_continues_a_saved_chat(docs, tmp_path,
+                                                                       monkeypatch):
+    monkeypatch.setenv("CITEWISE_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("CITEWISE_LLM_PROVIDER", "none")
+    runner = CliRunner()
+    assert runner.invoke(app, ["ingest", str(docs)]).exit_code == 0
+    result = runner.invoke(app, ["chat"], input="How long is the warranty for a product?\n"
+                                                "What about a service?\nexit\n")
+    assert result.exit_code == 0, result.output
+    assert ("follow-up, searching for: How long is the warranty for a product? What about a "
+            "service?") in result.stderr
+    assert "90 days" in result.stdout
+    chat_id = result.stderr.rsplit("citewise chat --chat ", 1)[1].split()[0]
+
+    # a new process continues the saved chat: the follow-up leans on the earlier turns
+    result = runner.invoke(app, ["chat", "--chat", chat_id], input="and for a product?\n")
+    assert result.exit_code == 0, result.output
+    assert "follow-up, searching for: How long is the warranty for a product? What about a " \
+        "service? and for a product?" in result.stderr
+    assert "24 months" in result.stdout
+    sessions = SessionStore(f"sqlite:///{tmp_path / 'home' / 'sessions.sqlite3'}")
+    assert [m.content for m in sessions.messages(chat_id) if m.role == "user"] == [
+        "How long is the warranty for a product?", "What about a service?",
+        "and for a product?"]
+    result = runner.invoke(app, ["chat", "--chat", "nosuch"], input="hello\n")
+    assert result.exit_code != 0 and "no saved chat" in result.output
+
+
+def test_a_follow_up_keeps_its_earlier_question_when_the_planner_s_directive_is_dropped():
+    history = History("", (("How long is the warranty for a product?", "24 months [1]."),),
+                      "How long is the warranty for a product?")
+    for plan in (Plan(Directive.SCAN, "0123456789abcdef01234567"),
+                 Plan(Directive.INGEST, "notes/a.md"), Plan(Directive.ANSWER, "")):
+        checked = LLMPlanner.check(plan, "What about a service?",
+                                   History("", (), history.last_query)
+                                   if plan.directive is Directive.ANSWER else history)
+        assert checked == Plan(Directive.SEARCH, "How long is the warranty for a product? What "
+                               "about a service?", rewritten=True), plan
+    # a standalone question is still searched as typed
+    assert LLMPlanner.check(Plan(Directive.SCAN, "x"), "When are salaries paid?",
+                            history) == Plan(Directive.SEARCH, "When are salaries paid?")
+
+
+# --- the real bundled model --------------------------------------------------------------
+
+@pytest.fixture
+def default_provider(default_llm_settings) -> OpenAICompatible:
+    s = default_llm_settings
+    return OpenAICompatible("llamacpp", str(s["llm_base_url"]), str(s["llm_model"]), None,
+                            timeout=120.0)
+
+
+def test_the_bundled_model_rewrites_a_follow_up_into_a_standalone_question(default_provider):
+    turns = [("How long is the warranty for a product?",
+              "The warranty for a product lasts 24 months [1].")]
+    rewritten = rewrite_with_llm(default_provider, "What about a service?", turns,
+                                 turns[0][0])
+    words = rewritten.casefold()
+    assert "service" in words and "warranty" in words, rewritten
+    assert rewritten != "How long is the warranty for a product? What about a service?"
+    assert len(rewritten) < 160
+
+
+def test_the_bundled_model_folds_old_turns_into_a_summary(default_provider):
+    summary = llm_summariser(default_provider, max_tokens=60)(
+        "", [("How long is the warranty for a product?",
+              "The warranty for a product lasts 24 months [1]."),
+             ("When are salaries paid?", "Salaries are paid on the 25th of each month [1].")])
+    assert "24" in summary and "25" in summary, summary
+    assert not summary.startswith("Q:")  # the model's summary, not the rule's fallback
+
+
+@pytest.mark.slow  # two generations and the searches: 12 min under a load of 9-13
+def test_a_follow_up_rewritten_by_the_bundled_model_finds_its_answer(make_agent,
+                                                                     default_llm_settings):
+    # the rules plan and the model rewrites: what the bundled `local` provider does
+    agent = make_agent(**default_llm_settings, planner="rules")
+    first = "How long is the warranty for a product?"
+    chat_id = agent.start(first)
+    list(agent.run(chat_id, first, extractive=True))
+    events = list(agent.run(chat_id, "What about a service?", extractive=True))
+    call = _search_call(events)
+    assert call["lexical"] == "What about a service?"
+    assert call["query"] != f"{first} What about a service?"  # the model's, not the rule's
+    assert "service" in call["query"].casefold()
+    assert "90 days" in events[-1].answer.text
