@@ -399,12 +399,12 @@ def test_a_fluent_answer_with_a_wrong_number_is_never_marked_supported(
     assert "24 months" in answer.text and "no sentence" in (answer.fallback_reason or "")
 
 
-def test_a_looping_answer_is_stopped_at_its_third_repeat(make_engine, tmp_path,
+def test_a_looping_answer_is_stopped_at_its_first_repeat(make_engine, tmp_path,
                                                           broken_server) -> None:
     """Regression (a newcomer's "Which file types does citewise support?"): the 1.5B model
     streamed one made-up list five times over, about 110 lines, before the answer was
-    withdrawn. Now the request stops when the same eight words come a third time, and the
-    quoted evidence is given instead."""
+    withdrawn. Now the request stops when the same eight words come a third time or the same
+    four lines a second time, and the quoted evidence is given instead."""
     from citewise.answer.llm import LoopGuard
 
     broken_server.mode = "loop"
@@ -418,6 +418,12 @@ def test_a_looping_answer_is_stopped_at_its_third_repeat(make_engine, tmp_path,
                     if isinstance(e, StatusEvent) and e.stage == "fallback")
     shown = "".join(e.content for e in events[:fallback] if isinstance(e, TokenEvent))
     assert shown.count("the heating plate") == 2  # stopped in the third copy, of twelve
+    lines = LoopGuard()  # a list, one item a line, starting over: the first repeat of 4 lines
+    fed = [lines.feed(f"- {x}\n") for x in ["PDF", "Word", "Text", "JSON", "CSV"] * 3]
+    assert fed.index(True) == 8  # the 9th line completes lines 6-9 = lines 1-4
+    words = LoopGuard()  # a sentence loop on one line: the third copy of its eight words
+    assert [words.feed("Keep the receipt for the warranty claim, always. ")
+            for _ in range(3)] == [False, False, True]
     guard = LoopGuard()  # a list that only shares its frame words is not a loop
     assert not any(guard.feed(f"- item {i} of the list, with its own words {i * 7}\n")
                    for i in range(30))
