@@ -69,3 +69,24 @@ def test_a_question_longer_than_max_query_chars_says_it_was_cut(make_engine, tmp
     # a question within the limit gets no notice
     short = list(engine.ask_stream("How long is the kettle warranty?", extractive=True))
     assert not [e for e in short if isinstance(e, StatusEvent) and e.stage == "notice"]
+
+
+def test_prose_after_a_table_in_the_same_chunk_can_be_quoted(engine, tmp_path):
+    """Regression: a chunk that starts with a table gave only its rows as answer candidates,
+    so the explanation after the table (install.md's "Install the CPU-only wheel first ...",
+    the answer to "how do I avoid the CUDA download?") could never be quoted or cited."""
+    folder = tmp_path / "col"
+    folder.mkdir()
+    (folder / "extras.md").write_text(
+        "# Extras\n\n## Optional extras\n\n"
+        "| extra | adds |\n|---|---|\n| `gpu` | the CUDA kernels |\n| `ocr` | Tesseract |\n\n"
+        "The gpu extra downloads four gigabytes of vendor libraries.\n"
+        "To avoid that download, install the small CPU wheel from the vendor's mirror first.\n")
+    engine.ingest([folder])
+    answer = engine.ask("How do I avoid the four gigabyte download of the gpu extra?")
+    assert "install the small CPU wheel from the vendor's mirror first." in answer.text, answer.text
+    cited = [c for c in answer.citations if c.n in answer.cited]
+    prose = ("The gpu extra downloads four gigabytes of vendor libraries.\n"
+             "To avoid that download, install the small CPU wheel from the vendor's mirror first.")
+    # the citation's span is the two sentences, not the table before them
+    assert [c.char_end - c.char_start for c in cited] == [len(prose)], cited

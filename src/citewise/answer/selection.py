@@ -108,10 +108,11 @@ class Scored:
 
 
 def _table_rows(text: str, headings: frozenset[str] = frozenset()
-                ) -> tuple[list[str], list[tuple[int, str]]] | None:
-    """(header cells, [(offset, row line)]) when the chunk is a pipe table with a header,
-    possibly after lines that are among ``headings`` (casefolded: the heading a table is
-    chunked with, a slide's title)."""
+                ) -> tuple[list[str], list[tuple[int, str]], list[tuple[int, int]]] | None:
+    """(header cells, [(offset, row line)], [(start, end) of each table line]) when the
+    chunk is a pipe table with a header, possibly after lines that are among ``headings``
+    (casefolded: the heading a table is chunked with, a slide's title); prose lines after
+    the table are not among the spans."""
     lines: list[tuple[int, str]] = []
     pos = 0
     for line in text.split("\n"):
@@ -122,7 +123,12 @@ def _table_rows(text: str, headings: frozenset[str] = frozenset()
     if len(lines) < 2 or " | " not in lines[0][1]:
         return None
     rows = [(p, ln) for p, ln in lines[1:] if " | " in ln and not set(ln) <= set("|-: ")]
-    return ([c.strip() for c in lines[0][1].split("|")], rows) if rows else None
+    if not rows:
+        return None
+    # the table's own lines: from the header to the last row, separator lines included
+    spans = [(p, p + len(ln)) for p, ln in lines
+             if " | " in ln or (ln.strip() and set(ln.strip()) <= set("|-: "))]
+    return [c.strip() for c in lines[0][1].split("|")], rows, spans
 
 
 def _code_windows(text: str, index: int, size: int = CODE_WINDOW) -> list[Candidate]:
@@ -153,17 +159,30 @@ def candidates(evidence: Evidence, index: int) -> list[Candidate]:
         return _code_windows(text, index)
     headings = {" ".join(h.split()).casefold() for h in evidence.chunk.section}
     table = _table_rows(text, frozenset(headings))
-    if table is not None:
-        header, rows = table
-        out = []
-        for pos, row in rows:
-            cells = [c.strip() for c in row.split("|")]
-            shown = ("; ".join(f"{h}: {c}" for h, c in zip(header, cells, strict=True) if c)
-                     if len(cells) == len(header) else row)
-            out.append(Candidate(index, shown, pos, pos + len(row), "row"))
-        return out
-    if doc is not None:
+    if doc is not None:  # a sentence that is the document's title is a heading too
         headings.add(" ".join(doc.title.split()).casefold())
+    if table is None:
+        return _sentence_candidates(text, index, headings)
+    header, rows, spans = table
+    out = []
+    for pos, row in rows:
+        cells = [c.strip() for c in row.split("|")]
+        shown = ("; ".join(f"{h}: {c}" for h, c in zip(header, cells, strict=True) if c)
+                 if len(cells) == len(header) else row)
+        out.append(Candidate(index, shown, pos, pos + len(row), "row"))
+    # the prose around the table (an explanation after it) is answer text too: its lines,
+    # with the table's blanked out so the offsets stay those of the chunk's text
+    masked = list(text)
+    for start, end in spans:
+        masked[start:end] = " " * (end - start)
+    prose = _sentence_candidates("".join(masked), index, headings)
+    return sorted(out + prose, key=lambda c: c.start)
+
+
+def _sentence_candidates(text: str, index: int, headings: set[str]) -> list[Candidate]:
+    """The prose sentences of ``text`` as candidates: a heading line that starts a sentence
+    is cut off, headings and fragments of fewer than 3 words are left out, long sentences
+    are cut at ``MAX_CANDIDATE_CHARS``."""
     out, pos = [], 0
     for s in sentences(text):
         start = text.find(s, pos)
