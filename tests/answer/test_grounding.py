@@ -106,3 +106,10 @@ def test_attributor_leaves_a_sentence_cited_after_its_end_alone() -> None:
     out = "".join(a.feed(p) for p in ["It boils in 3 minutes.", " ", "[3]", " Done."]) + a.flush()
     assert out == "It boils in 3 minutes. [3] Done."
     assert a.added == []
+
+
+def test_a_checked_sentence_reads_as_written_without_its_citation_marks() -> None:
+    """Regression: the text shown for an unsupported sentence kept the space before each
+    removed mark ("passage and passage ."), as `citewise ask` printed it."""
+    support = check_support("The warranty is in passage [1] and in the manual [3].", _evidence())
+    assert [s.text for s in support] == ["The warranty is in passage and in the manual."]

@@ -28,6 +28,7 @@ MAX_HOLD = 24  # characters held back after "[" while waiting for "]"
 _CITATION = re.compile(r"\[\s*(\d{1,3}(?:\s*(?:,|;|-|–)\s*\d{1,3})*)\s*\]")
 _PLACEHOLDER = re.compile(r"\[\s*(?:n|N|#|\d+\s*\?|number|source|citation|cite)\s*\]")
 _ANY_CITATION = re.compile(r"\[\s*\d{1,3}(?:\s*(?:,|;|-|–)\s*\d{1,3})*\s*\]")
+_SPACE_BEFORE_MARK = re.compile(r"\s+([.,;:!?)»”])")
 _OPEN = re.compile(r"[ \t]*\[")
 
 
@@ -282,7 +283,8 @@ def check_support(answer: str, evidence: Sequence[Evidence], threshold: float = 
     out = []
     for sentence, numbers in cited_sentences(answer):
         numbers = [n for n in numbers if n in by_n]
-        plain = " ".join(_ANY_CITATION.sub(" ", sentence).split())
+        # "... in Bonn [2]." -> "... in Bonn.": no space left before the punctuation
+        plain = _SPACE_BEFORE_MARK.sub(r"\1", " ".join(_ANY_CITATION.sub(" ", sentence).split()))
         weights = _weights(plain, known)
         if not weights:
             continue
