@@ -90,3 +90,39 @@ def test_prose_after_a_table_in_the_same_chunk_can_be_quoted(engine, tmp_path):
              "To avoid that download, install the small CPU wheel from the vendor's mirror first.")
     # the citation's span is the two sentences, not the table before them
     assert [c.char_end - c.char_start for c in cited] == [len(prose)], cited
+
+
+DATABASES = (
+    "# Storage guide\n\nHow the index is stored.\n\n"
+    "## Supported databases\n\nEach store keeps the chunks and their embeddings.\n\n"
+    "### PostgreSQL\n\nA server for large collections, with pgvector for the vectors.\n\n"
+    "### SQLite\n\nOne file on the local disk; nothing to run.\n\n"
+    "### DuckDB\n\nA column store for analytics, read through its Python package.\n\n"
+    "## Backups\n\nCopy the index file while no ingest runs.\n")
+
+
+def test_a_question_asking_which_things_gets_the_subsections_of_the_section_named_for_them(
+        engine, tmp_path):
+    """Issue 17: "Which file formats can citewise ingest?" was answered with a sentence about
+    how a parser is picked, because no sentence lists the formats: the subsection headings of
+    "Supported formats" do. The list is quoted and its citation spans that section."""
+    folder = tmp_path / "col"
+    folder.mkdir()
+    (folder / "storage.md").write_text(DATABASES)
+    engine.ingest([folder])
+    answer = engine.ask("Which databases can the index be stored in?")
+    assert answer.text.startswith("Supported databases: PostgreSQL; SQLite; DuckDB [1]"), answer.text
+    first = answer.citations[0]
+    lines = DATABASES.split("\n")
+    assert lines[first.line_start - 1] == "## Supported databases", first
+    assert lines[first.line_end - 1].startswith("A column store for analytics"), first
+
+
+def test_a_question_about_one_thing_is_not_answered_with_the_list(engine, tmp_path):
+    folder = tmp_path / "col"
+    folder.mkdir()
+    (folder / "storage.md").write_text(DATABASES)
+    engine.ingest([folder])
+    answer = engine.ask("Which database needs nothing to run?")
+    assert "Supported databases:" not in answer.text, answer.text
+    assert "One file on the local disk; nothing to run." in answer.text, answer.text

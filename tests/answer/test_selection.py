@@ -47,3 +47,15 @@ def test_a_single_file_still_fills_the_evidence() -> None:
     assert len(chosen) == 5
     assert [ev.chunk.text for ev in chosen] == [f"Clause {i} of the contract."
                                                 for i in range(1, 6)]
+
+
+def test_list_terms_are_the_plural_things_a_question_asks_to_be_listed() -> None:
+    from citewise.answer.selection import list_terms
+
+    assert list_terms("Which file formats can citewise ingest?") == {"file", "format"}
+    assert list_terms("What verdicts can a scan flag have?") == {"verdict"}
+    assert list_terms("List the supported databases.") == {"support", "databas"}
+    # one thing asked for, or a verb ending in s after the noun: no list
+    assert list_terms("Which fusion method merges the dense and BM25 results?") == set()
+    assert list_terms("What is an extractive answer?") == set()
+    assert "формат" in list_terms("Какие форматы файлов поддерживаются?")

@@ -5,7 +5,9 @@ the question. Both answerers start here:
 
 1. :func:`candidates` splits each chunk into answer candidates with their offsets: prose
    sentences (headings dropped), table rows given with their column names, windows of source
-   code lines.
+   code lines; and (:func:`section_lists`) the subsection headings of a section the question
+   names, as one list candidate (a "which formats" question over a "Supported formats"
+   section is answered by its subsections' headings, which no sentence lists).
 2. :func:`rank_candidates` scores every candidate ``0.6 * cosine + 0.4 * coverage +
    0.05 / (rank + 1)``: ``cosine`` between the candidate's and the question's embeddings (in
    [-1, 1]), ``coverage`` the share of the question's analysed terms the candidate holds,
@@ -43,7 +45,7 @@ from citewise.text.analysis import (
     without_known_parts,
 )
 from citewise.text.language import detect_language
-from citewise.types import Evidence
+from citewise.types import Chunk, Evidence
 
 MAX_CANDIDATE_CHARS = 600
 CODE_WINDOW = 12  # lines
@@ -81,7 +83,8 @@ def looks_like_command(text: str) -> bool:
 class Candidate:
     """One answer candidate of evidence ``index``: ``text`` as shown and scored; ``start`` and
     ``end`` its character offsets in that chunk's ``text`` (``end`` exclusive); ``kind`` is
-    ``sentence``, ``row`` (a table row, ``text`` with its column names) or ``code``."""
+    ``sentence``, ``row`` (a table row, ``text`` with its column names), ``code`` or ``list``
+    (a section's subsection headings, :func:`section_lists`)."""
 
     index: int
     text: str
@@ -206,6 +209,8 @@ def _in_context(c: Candidate, evidence: Sequence[Evidence]) -> str:
     """What is embedded for a candidate: its innermost section heading, then its text (a
     sentence alone often lacks the subject its heading names)."""
     section = evidence[c.index].chunk.section
+    if c.kind == "list":  # its text starts with its heading: the headings above it too
+        return " > ".join([*section[:-1], c.text]) if CONTEXT else c.text
     if CONTEXT and section and c.kind != "code":
         return f"{section[-1]}: {c.text}"
     return c.text
@@ -217,13 +222,107 @@ CONTEXT = True
 HEADING_WEIGHT = 0.5
 
 
+#: what may follow the plural noun phrase of a list question: a verb, a preposition, the end
+_PHRASE_END = (r"(?=\s+(?:can|could|do|does|did|are|is|were|was|should|will|would|must|may|"
+               r"might|have|has|need|needs|of|for|in|on|that|from|by|to|with)\b|\s*[?.!,;]|\s*$)")
+_ASKS_FOR_LIST = re.compile(
+    r"^\W*(?:(?:which|what)\s+(?:are\s+the\s+)?(?:(?:kinds?|types?|sorts?)\s+of\s+)?"
+    r"((?:[\w.-]+\s+){0,2}?[\w-]+s)" + _PHRASE_END +
+    r"|(?:list|name)\s+(?:all\s+)?(?:the\s+)?((?:[\w.-]+\s+){0,2}?[\w-]+s)" + _PHRASE_END +
+    r"|(?:какие|каких|какими|перечислите|перечисли)\s+((?:\w+\s+){0,2}\w+))",
+    re.IGNORECASE)
+
+
+def list_terms(question: str) -> set[str]:
+    """The analysed terms of the things ``question`` asks to be listed: the plural noun
+    phrase after "which"/"what" ("Which file formats can ... ?" -> ``{file, format}``),
+    "list"/"name", or Russian "какие"/"перечислите"; empty for any other question (a
+    singular "Which fusion method ...?" asks for one thing, not a list)."""
+    focus = question_clause(question).strip()
+    m = _ASKS_FOR_LIST.match(focus)
+    if not m:
+        return set()
+    phrase = next(g for g in m.groups() if g)
+    return set(content_terms(phrase, detect_language(question)))
+
+
+#: At most this many child headings make a section list (a longer one is a table of
+#: contents, which the whole-document "list the sections" task answers).
+MAX_LIST_ITEMS = 30
+
+
+def section_lists(question: str, evidence: Sequence[Evidence],
+                  chunks_of: Callable[[str], Sequence[Chunk]]) -> list[Evidence]:
+    """Lists built from the documents' own structure, as more evidence for ``question``.
+
+    A question about a thing a section is named for ("Which file formats can citewise
+    ingest?" over a "Supported formats" section whose subsections are "PDF", "Word (.docx)",
+    ...) is often answered by no sentence at all: the list is the subsections' headings.
+    For each section ``P`` on the path of an evidence chunk whose own heading shares a
+    content term with the question's asking clause and that has 2 to
+    :data:`MAX_LIST_ITEMS` direct subsections in its document (``chunks_of(document_id)``:
+    the document's chunks in order), one :class:`Evidence` whose chunk text is
+    ``"<heading>: <child 1>; <child 2>; ..."`` and whose citation spans the section (from its
+    first chunk's start to its last chunk's end: characters, lines, pages; ``chunk_id`` its
+    first chunk), numbered 0 (:func:`sentence_evidence` numbers what it keeps). A section
+    holding every chunk of its document (the document's own title) is left out: its outline
+    is the whole-document task. Returns [] when no heading shares a term with the question.
+    """
+    language = detect_language(question)
+    wanted = set(content_terms(question_clause(question), language))
+    if not wanted:
+        return []
+    out: list[Evidence] = []
+    seen: set[tuple[str, tuple[str, ...]]] = set()
+    loaded: dict[str, Sequence[Chunk]] = {}
+    for ev in evidence:
+        path = ev.chunk.section
+        doc_id = ev.citation.document_id
+        for depth in range(len(path), 0, -1):
+            prefix = path[:depth]
+            if (doc_id, prefix) in seen or not wanted & set(tokenize(prefix[-1], language)):
+                continue
+            seen.add((doc_id, prefix))
+            if doc_id not in loaded:
+                loaded[doc_id] = chunks_of(doc_id)
+            chunks = loaded[doc_id]
+            inside = [c for c in chunks if c.section[:depth] == prefix]
+            if not inside or len(inside) == len(chunks):
+                continue
+            children = list(dict.fromkeys(c.section[depth] for c in inside
+                                          if len(c.section) > depth))
+            if not 2 <= len(children) <= MAX_LIST_ITEMS:
+                continue
+            first, last = inside[0], inside[-1]
+            text = f"{prefix[-1]}: " + "; ".join(" ".join(c.split()) for c in children)
+            chunk = replace(first, text=text, source_text=text, section=prefix,
+                            char_end=last.char_end, page_end=last.page_end,
+                            line_end=last.line_end if last.line_end is not None
+                            else first.line_end, symbol=None)
+            doc = ev.hit.document
+            citation = replace(ev.citation, n=0, chunk_id=first.id, section=prefix,
+                               char_start=first.char_start, char_end=last.char_end,
+                               line_start=first.line_start, line_end=chunk.line_end,
+                               page=first.page, page_end=last.page_end,
+                               page_label=doc.page_label(first.page) if doc else None,
+                               page_end_label=doc.page_label(last.page_end) if doc else None)
+            out.append(Evidence(citation=citation, hit=replace(ev.hit, chunk=chunk,
+                                                               chunk_id=first.id)))
+    return out
+
+
 def rank_candidates(question: str, evidence: Sequence[Evidence], embedder: Embedder, *,
                     idf: dict[str, float] | None = None,
                     document_idf: dict[str, dict[str, float]] | None = None,
                     max_embedded: int = 64,
                     known_identifiers: frozenset[str] = frozenset(),
-                    prefer_document: str | None = None, dense: bool = True) -> list[Scored]:
+                    prefer_document: str | None = None, dense: bool = True,
+                    lists: Sequence[Evidence] = ()) -> list[Scored]:
     """Every candidate of ``evidence`` (best first) scored against ``question``.
+
+    ``lists`` (:func:`section_lists`) are scored as one candidate each (kind ``list``), their
+    indexes following ``evidence``'s: pass ``[*evidence, *lists]`` to
+    :func:`sentence_evidence`.
 
     ``idf`` is the collection IDF of the question's terms and ``document_idf`` their IDF
     within each evidence document, by document id (a term missing from either weighs 1).
@@ -245,6 +344,9 @@ def rank_candidates(question: str, evidence: Sequence[Evidence], embedder: Embed
                                 identifier_parts(focus, language),
                                 known_identifiers.__contains__)
     pool = [c for i, ev in enumerate(evidence) for c in candidates(ev, i)]
+    pool += [Candidate(len(evidence) + j, ev.chunk.text, 0, len(ev.chunk.text), "list")
+             for j, ev in enumerate(lists)]
+    evidence = [*evidence, *lists]
     if not pool:
         return []
     weights = []
@@ -257,7 +359,9 @@ def rank_candidates(question: str, evidence: Sequence[Evidence], embedder: Embed
         have = set(tokenize(c.text, language))
         w = weights[c.index]
         section = evidence[c.index].chunk.section
-        heading = set(tokenize(section[-1], language)) - have if section else set()
+        # the innermost heading (a list's text holds its own: the headings above it)
+        shown = section[:-1] if c.kind == "list" else section[-1:]
+        heading = set(tokenize(" ".join(shown), language)) - have
         coverage.append((sum(v for t, v in w.items() if t in have)
                          + HEADING_WEIGHT * sum(v for t, v in w.items() if t in heading))
                         / (sum(w.values()) or 1.0))
@@ -278,13 +382,21 @@ def rank_candidates(question: str, evidence: Sequence[Evidence], embedder: Embed
     for c, cos, cov, lex, ans in zip(pool, cosine, coverage, lexical, answer_coverage,
                                      strict=True):
         score = 0.6 * float(cos) + lex
-        if penalise and c.kind != "code" and looks_like_command(c.text):
+        if penalise and c.kind not in ("code", "list") and looks_like_command(c.text):
             score *= COMMAND_PENALTY
         if prefer_document is not None and score > 0 and \
                 evidence[c.index].citation.document_id == prefer_document:
             score *= PAGE_PRIOR
         scored.append(Scored(c, score, float(cos), cov, ans))
     scored.sort(key=lambda s: -s.score)
+    wanted = list_terms(question) if lists else set()
+    named = [s for s in scored if s.candidate.kind == "list" and wanted & set(tokenize(
+        evidence[s.candidate.index].chunk.section[-1], language))]
+    if named and scored[0].candidate.kind != "list":
+        # "Which file formats ...?" over a "Supported formats" section: the list of its
+        # subsections is the answer, however well a sentence matches the words
+        top = replace(named[0], score=scored[0].score + 0.01)
+        scored = [top, *(s for s in scored if s is not named[0])]
     return scored
 
 
@@ -502,6 +614,11 @@ def sentence_evidence(evidence: Sequence[Evidence], ranked: Sequence[Scored], *,
     out = []
     for n, group in enumerate(groups, start=1):
         first, last = group[0].candidate, group[-1].candidate
+        if first.kind == "list":  # its citation already spans the section
+            ev = evidence[first.index]
+            out.append(Evidence(citation=replace(ev.citation, n=n, score=round(
+                max(s.score for s in group), 4)), hit=ev.hit))
+            continue
         shown = first.text if first.kind == "row" else None
         out.append(_narrow(evidence[first.index], first.start, last.end, n, shown,
                            round(max(s.score for s in group), 4), first.kind == "row"))
@@ -509,5 +626,5 @@ def sentence_evidence(evidence: Sequence[Evidence], ranked: Sequence[Scored], *,
 
 
 __all__ = ["Candidate", "Scored", "answerable", "candidates", "looks_like_command",
-           "rank_candidates",
+           "rank_candidates", "section_lists",
            "sentence_evidence"]

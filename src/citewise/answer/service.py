@@ -32,8 +32,10 @@ from citewise.answer.selection import (
     PASSAGES_PER_FILE,
     Scored,
     answerable,
+    list_terms,
     name_terms,
     rank_candidates,
+    section_lists,
     sentence_evidence,
     unknown_names,
 )
@@ -129,17 +131,21 @@ class AnswerService:
             return reading
         t0 = time.perf_counter()
         known = frozenset(t for t in identifier_parts(question) if df.get(t, 0) > 0)
+        # a question asking which things: the subsection headings of a section named for
+        # them, as one more candidate (each document's chunks are read only for such a one)
+        lists = (section_lists(question, evidence, self.store.chunks_of)
+                 if list_terms(question) else [])
         reading.ranked = rank_candidates(question, evidence, self.embedder, idf=reading.idf,
                                          document_idf=reading.document_idf,
                                          known_identifiers=known,
                                          dense=self.retriever.dense_models(
                                              detect_language(question)),
-                                         prefer_document=prefer_document)
+                                         prefer_document=prefer_document, lists=lists)
         reading.timings_ms["sentences_ms"] = (time.perf_counter() - t0) * 1000
         if not reading.ranked or (s.abstain and not answerable(reading.ranked, question)):
             reading.declined = self.not_found(NOT_FOUND, filters, question)
             return reading
-        reading.evidence = sentence_evidence(evidence, reading.ranked,
+        reading.evidence = sentence_evidence([*evidence, *lists], reading.ranked,
                                              max_passages=top_k or s.top_k,
                                              budget_tokens=s.evidence_tokens,
                                              count_tokens=self.embedder.count_tokens,
