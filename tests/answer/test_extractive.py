@@ -126,3 +126,20 @@ def test_a_question_about_one_thing_is_not_answered_with_the_list(engine, tmp_pa
     answer = engine.ask("Which database needs nothing to run?")
     assert "Supported databases:" not in answer.text, answer.text
     assert "One file on the local disk; nothing to run." in answer.text, answer.text
+
+
+def test_a_sentence_that_restates_the_question_is_not_its_answer(engine, tmp_path):
+    """A log of questions asked ('"What is the default top_k?" also searched "top" and "k"')
+    held every word of the question and was quoted as its answer; an FAQ's question line is
+    no answer either."""
+    folder = tmp_path / "col"
+    folder.mkdir()
+    (folder / "faq.md").write_text(
+        "# Kettle FAQ\n\n## Boiling\n\n"
+        "A full jug of 1.7 litres boils in about four minutes on the kettle's top setting.\n\n"
+        "## What customers ask\n\n"
+        "Users often ask \"How long does the kettle take to boil a full jug?\" in the shop.\n")
+    engine.ingest([folder])
+    answer = engine.ask("How long does the kettle take to boil a full jug?")
+    assert answer.text.startswith("A full jug of 1.7 litres boils in about four minutes"), answer.text
+

@@ -60,6 +60,11 @@ PASSAGES_PER_FILE = 3
 #: prompt, a JSON body) when the question does not ask for one: a docs page's example request
 #: can hold the very words of a question and still answer nothing.
 COMMAND_PENALTY = 0.7
+#: Score factor of a candidate that is itself a question or quotes one ("How do I reset it?",
+#: '"What is the default top_k?" also searched ...'): a question restated answers nothing,
+#: however many of its words it holds (an FAQ's question lines, a log of questions asked).
+QUESTION_PENALTY = 0.7
+_A_QUESTION = re.compile(r"\?\s*[\"'”»“`)\]]*\s*$|\?[\"'”»“`]")
 _ASKS_FOR_CODE = re.compile(
     r"\b(command|commands|curl|example|syntax|snippet|code|script|cli|flag|flags|option|"
     r"options|function|method|class|call|invoke|run|type|json|yaml|toml)\b", re.IGNORECASE)
@@ -329,7 +334,8 @@ def rank_candidates(question: str, evidence: Sequence[Evidence], embedder: Embed
     To bound the embedding cost, only the ``max_embedded`` candidates with the best lexical
     score (coverage plus the rank bonus) are embedded; the others keep a cosine of 0.
     A candidate that :func:`looks_like_command` scores ``COMMAND_PENALTY`` times less unless
-    the question asks for a command or code. The parts of an identifier in
+    the question asks for a command or code; a sentence that is a question or quotes one
+    ``QUESTION_PENALTY`` times less. The parts of an identifier in
     ``known_identifiers`` (analysed terms the index holds whole, such as ``top_k``) do not
     count toward ``coverage`` (:func:`~citewise.text.analysis.without_known_parts`). A
     candidate of ``prefer_document`` (a document id: the page the question is asked from) has
@@ -384,6 +390,8 @@ def rank_candidates(question: str, evidence: Sequence[Evidence], embedder: Embed
         score = 0.6 * float(cos) + lex
         if penalise and c.kind not in ("code", "list") and looks_like_command(c.text):
             score *= COMMAND_PENALTY
+        if c.kind == "sentence" and _A_QUESTION.search(c.text):
+            score *= QUESTION_PENALTY
         if prefer_document is not None and score > 0 and \
                 evidence[c.index].citation.document_id == prefer_document:
             score *= PAGE_PRIOR
