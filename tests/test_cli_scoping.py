@@ -49,8 +49,11 @@ def test_search_and_ask_are_scoped_by_metadata_and_path(env) -> None:
     assert search_paths("--path", "*.txt") == set()
     assert search_paths("--collection", "default", "--language", "en", "-p", "it") == {
         "kb/it/laptops.md"}
+    # the two-line files score near the relevance floor (0.13-0.15 on AVX2 CPUs, whose
+    # kernels round differently from VNNI ones): the floor is not what this test is about
     result = runner.invoke(app, ["ask", "Who do requests go to?", "--extractive", "-f",
-                                 "json", "--where", "author=Ana Diaz"], catch_exceptions=False)
+                                 "json", "--where", "author=Ana Diaz"], catch_exceptions=False,
+                           env={"CITEWISE_MIN_SCORE": "0.05"})
     assert result.exit_code == 0, result.output
     answer = json.loads(result.stdout)
     assert {c["path"] for c in answer["citations"]} == {"kb/hr/leave.md"}, answer["text"]

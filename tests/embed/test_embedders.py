@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from citewise.embed import load_embedder
+from citewise.embed.embedder import INT8_FLAGS, cpu_flags
 from tests.suites.embedder import EmbedderSuite
 
 # one load per class and worker; "embedder" marks the tests `model` (tests/conftest.py)
@@ -19,8 +20,10 @@ class TestMiniLMFp32(EmbedderSuite):
 
 class TestMiniLMInt8(EmbedderSuite):
     # dynamic int8 quantisation takes its activation scale over the whole batch (documented
-    # in citewise.embed.embedder.OnnxEmbedder: cosine >= 0.99 alone against a batch)
-    batch_cosine = 0.98
+    # in citewise.embed.embedder.OnnxEmbedder: cosine >= 0.99 alone against a batch); on a CPU
+    # without VNNI (where "auto" keeps fp32) ONNX Runtime's AVX2 kernel can saturate, and a
+    # short text beside a long one kept 0.977 (an AMD EPYC Zen 3, 2026-12-02)
+    batch_cosine = 0.98 if cpu_flags() & INT8_FLAGS else 0.97
 
     @pytest.fixture(scope="class")
     def embedder(self):
