@@ -8,7 +8,9 @@ model and reused for the smaller candidate counts. Datasets: SciFact test (300 q
 optionally the SciFact train queries held out of training (``--dev``) and the held-out
 XQuAD articles (``citewise.train.data.xquad_split``), and span recall@8 on LegalBench-RAG
 CUAD questions (``--cuad N``: a gold span counts as found when one of the top 8 chunks
-overlaps it).
+overlaps it), and code search MRR@10 / hit@8 on ``benchmarks/code_questions.jsonl`` over the
+installed ``click`` (``--code``; the judging rule of ``benchmarks/code_search.py``: a chunk
+answers when its line range holds the question's ``def``/``class`` line).
 
 Latency: ``Reranker.score`` on the top 30 and top 100 passages of SciFact test queries on
 ``CITEWISE_THREADS`` threads, median of ``--repeats`` calls per query over ``--latency-queries``
@@ -148,6 +150,47 @@ def cuad_span_recall(n_questions: int, settings: Settings, models: dict[str, Cac
             for run, v in scores.items()]
 
 
+def code_mrr(settings: Settings, models: dict[str, Cached], candidates: list[int],
+             weights: list[float], package: str = "click") -> list[dict]:
+    """MRR@10 and hit@8 of the code search questions over ``package`` (tree-sitter chunks),
+    for the pipeline without and with each reranker (``benchmarks/code_search.py``'s rule)."""
+    import importlib
+
+    from code_search import HERE, answer_lines, build, first_answer, load_questions
+
+    from citewise.embed import load_embedder
+
+    module = importlib.import_module(package)
+    root = Path(module.__file__).resolve().parent.parent  # type: ignore[arg-type]
+    questions = load_questions(HERE / "code_questions.jsonl")
+    wanted = answer_lines(root, questions)
+    embedder = load_embedder(settings.embedding_model, settings.threads,
+                             settings.embed_batch_size, settings.embedding_precision)
+    folder = settings.home / "code-rerank"
+    folder.mkdir(parents=True, exist_ok=True)
+    store, _, _ = build(root, package, "tree-sitter", settings, folder, embedder)
+    retriever = Retriever(settings, store, embedder)
+    ranks: dict[str, list[int | None]] = {}
+    for q in questions:
+        hits = retriever.rank(q.text, k=DEPTH, rerank=False)
+        ranks.setdefault("pipeline (fusion + coverage)", []).append(
+            first_answer(hits, wanted[q.id]))
+        query = clean_query(q.text, settings.max_query_chars)
+        for label, model in models.items():
+            for n in candidates:
+                for w in weights:
+                    s2 = settings.model_copy(update={"rerank_candidates": n, "rerank_weight": w})
+                    ranked = Retriever(s2, store, embedder, model)._rerank(query, hits)
+                    ranks.setdefault(f"+ rerank {label}, top {n}, w {w}", []).append(
+                        first_answer(ranked, wanted[q.id]))
+    store.close()
+    return [{"dataset": f"code ({package}, {len(questions)} questions)", "run": run,
+             "queries": len(r),
+             "MRR@10": round(sum(1 / x for x in r if x is not None and x <= 10) / len(r), 4),
+             "hit@8": round(sum(1 for x in r if x is not None and x <= 8) / len(r), 4)}
+            for run, r in ranks.items()]
+
+
 def latency(dataset: BeirDataset, settings: Settings, models: dict[str, Reranker],
             n_queries: int, repeats: int, sizes: Sequence[int] = (30, 100)) -> list[dict]:
     store, embedder = build_index(dataset, settings, settings.embedding_model,
@@ -219,6 +262,8 @@ def main() -> None:
     ap.add_argument("--xquad", type=Path, action="append", default=[])
     ap.add_argument("--cuad", type=int, default=0,
                     help="LegalBench-RAG CUAD questions for span recall@8 (first N by id)")
+    ap.add_argument("--code", action="store_true",
+                    help="code search MRR@10 on benchmarks/code_questions.jsonl over click")
     ap.add_argument("--quality-models", default="", help="labels scored for quality (default all)")
     ap.add_argument("--no-test", action="store_true", help="skip SciFact test")
     ap.add_argument("--latency-queries", type=int, default=10)
@@ -262,6 +307,8 @@ def main() -> None:
                                   weights)
     if args.cuad:
         out["cuad"] = cuad_span_recall(args.cuad, settings, cached, candidates, weights)
+    if args.code:
+        out["code"] = code_mrr(settings, cached, candidates, weights)
     out["rerank_pairs"] = {k: {"pairs": c.pairs, "seconds": round(c.seconds, 1)}
                            for k, c in cached.items()}
     if not args.no_latency and models:
@@ -277,6 +324,10 @@ def main() -> None:
         print("\n| dataset | run | span recall@8 |\n|---|---|---|")
         for r in out["cuad"]:
             print(f"| {r['dataset']} | {r['run']} | {r['span recall@8']:.3f} |")
+    if out.get("code"):
+        print("\n| dataset | run | MRR@10 | hit@8 |\n|---|---|---|---|")
+        for r in out["code"]:
+            print(f"| {r['dataset']} | {r['run']} | {r['MRR@10']:.3f} | {r['hit@8']:.3f} |")
     if out["latency"]:
         print("\n| pairs | model | median ms | p90 ms | ratio to first |")
         print("|---|---|---|---|---|")

@@ -37,6 +37,16 @@ def train_reranker(
         help="SciFact BEIR folder: its qrels/train.tsv (never test) are used.")] = None,
     xquad: Annotated[list[Path] | None, typer.Option(
         help="XQuAD .json file (repeatable): the training articles are used.")] = None,
+    cuad: Annotated[Path | None, typer.Option(
+        help="CUAD v1 folder: clause questions over its train contracts (needs --legalbench).")] = None,
+    legalbench: Annotated[Path | None, typer.Option(
+        help="LegalBench-RAG folder: its CUAD contracts are kept out of training.")] = None,
+    cuad_contracts: Annotated[int, typer.Option(
+        min=0, help="CUAD: at most N train contracts, drawn with --seed (0 = all).")] = 0,
+    code: Annotated[list[str] | None, typer.Option(
+        help="Installed Python package (repeatable): docstring -> definition questions.")] = None,
+    per_source: Annotated[int, typer.Option(
+        min=0, help="At most N questions of each source, drawn with --seed (0 = all).")] = 0,
     jsonl: Annotated[list[Path] | None, typer.Option(
         help='Your own examples (repeatable): one {"query", "positive": [...], '
              '"negative": [...]} a line; chunk ids of the index or passage texts.')] = None,
@@ -88,7 +98,9 @@ def train_reranker(
         request = TrainingRequest(scifact=scifact, xquad=tuple(xquad or ()),
                                   jsonl=tuple(jsonl or ()), negatives=negatives,
                                   dev_queries=dev_queries, max_queries=max_queries,
-                                  corpus_docs=corpus_docs)
+                                  corpus_docs=corpus_docs, cuad=cuad, legalbench=legalbench,
+                                  cuad_contracts=cuad_contracts, code=tuple(code or ()),
+                                  per_source=per_source, seed=seed)
         check_request(request, out, save_torch)
         require_extra(lora)  # before the minutes of mining hard negatives
         settings = Settings()

@@ -1,6 +1,8 @@
 """The data preparation of ``citewise train-reranker``: the request is checked, every source it
 names is turned into :class:`~citewise.train.data.Example` values, in a fixed order (SciFact,
-then each XQuAD file, then each user JSONL file), each with a line saying where it came from.
+then each XQuAD file, then CUAD, then code, then each user JSONL file), each with a line saying
+where it came from; ``per_source`` then caps each source to a seeded sample
+(:func:`~citewise.train.domains.sample_per_source`), so that every domain weighs alike.
 
 The command line only maps its options onto :class:`TrainingRequest` and shows progress; the
 index a user JSONL file refers to comes in as a callable, so that it is opened only when a
@@ -25,6 +27,7 @@ from citewise.train.data import (
     scifact_examples,
     xquad_examples,
 )
+from citewise.train.domains import code_examples, cuad_examples, sample_per_source
 
 
 @dataclass(frozen=True)
@@ -33,7 +36,11 @@ class TrainingRequest:
     (its train qrels only), ``xquad`` XQuAD ``.json`` files (their training articles),
     ``jsonl`` user example files (:func:`~citewise.train.data.read_jsonl`). ``negatives`` hard
     negatives per question, ``dev_queries`` SciFact train queries kept out, ``max_queries``
-    questions per source (0 = all), ``corpus_docs`` SciFact abstracts indexed (0 = all)."""
+    questions per source (0 = all), ``corpus_docs`` SciFact abstracts indexed (0 = all).
+    ``cuad`` a CUAD v1 folder (its train contracts, less those of the LegalBench-RAG folder
+    ``legalbench``; ``cuad_contracts`` of them drawn with ``seed``, 0 = all), ``code`` installed
+    package names (:func:`~citewise.train.domains.code_examples`); ``per_source`` at most that
+    many questions of each source, drawn with ``seed`` (0 = all), after ``max_queries``."""
 
     scifact: Path | None = None
     xquad: tuple[Path, ...] = ()
@@ -42,6 +49,12 @@ class TrainingRequest:
     dev_queries: int = 0
     max_queries: int = 0
     corpus_docs: int = 0
+    cuad: Path | None = None
+    legalbench: Path | None = None
+    cuad_contracts: int = 0
+    code: tuple[str, ...] = ()
+    per_source: int = 0
+    seed: int = 0
 
 
 @dataclass
@@ -56,9 +69,13 @@ class PreparedExamples:
 def check_request(request: TrainingRequest, out: Path, save_torch: Path | None) -> None:
     """The checks that need no data, made before any slow work. Raises ConfigError when the
     request names no source, ``out`` does not end in ``.onnx``, or ``save_torch`` is an
-    existing file rather than a folder."""
-    if not (request.scifact or request.xquad or request.jsonl):
-        raise ConfigError("give training data: --scifact, --xquad and/or --jsonl")
+    existing file rather than a folder, or ``cuad`` comes without ``legalbench`` (whose
+    contracts must stay out of training)."""
+    if not (request.scifact or request.xquad or request.jsonl or request.cuad or request.code):
+        raise ConfigError("give training data: --scifact, --xquad, --cuad, --code and/or --jsonl")
+    if request.cuad and not request.legalbench:
+        raise ConfigError("--cuad needs --legalbench FOLDER: the LegalBench-RAG contracts "
+                          "are kept out of training")
     if out.suffix != ".onnx":  # checked again by train_reranker(); here before any slow work
         raise ConfigError(f"{out}: the reranker file name must end in .onnx")
     if save_torch is not None and save_torch.exists() and not save_torch.is_dir():
@@ -93,9 +110,23 @@ def gather_examples(request: TrainingRequest, settings: Settings,
         out.examples += xquad_examples(path, settings, request.negatives, request.max_queries,
                                        progress)
         out.sources.append(f"{path.name} train articles")
+    if request.cuad:
+        assert request.legalbench is not None  # check_request
+        out.examples += cuad_examples(request.cuad, request.legalbench, settings,
+                                      request.negatives, request.cuad_contracts, request.seed,
+                                      progress)
+        out.sources.append(f"cuad train contracts ({request.cuad_contracts or 'all'}, "
+                           "less LegalBench-RAG's)")
+    if request.code:
+        out.examples += code_examples(request.code, settings, request.negatives,
+                                      request.max_queries, request.seed, progress)
+        out.sources.append(f"code docstrings ({', '.join(request.code)})")
     if user_files:
         retriever = index()
         for path, items in zip(request.jsonl, user_files, strict=True):
             out.examples += resolve_examples(items, path.name, retriever, request.negatives)
             out.sources.append(path.name)
+    if request.per_source:
+        out.examples = sample_per_source(out.examples, request.per_source, request.seed)
+        out.sources.append(f"at most {request.per_source} questions a source (seed {request.seed})")
     return out
