@@ -143,3 +143,23 @@ def test_a_sentence_that_restates_the_question_is_not_its_answer(engine, tmp_pat
     answer = engine.ask("How long does the kettle take to boil a full jug?")
     assert answer.text.startswith("A full jug of 1.7 litres boils in about four minutes"), answer.text
 
+
+
+def test_the_sentence_that_starts_with_the_named_setting_is_quoted_first(engine, tmp_path):
+    """A sentence that only mentions ``top_k`` ("Settings(top_k=8)") outranked the bullet
+    that defines it ("top_k (default 5) is ...") for "What is the default top_k?": on an AVX2
+    CPU, whose embedding kernels round differently, the docs gave "Settings(top_k=8)"."""
+    folder = tmp_path / "col"
+    folder.mkdir()
+    (folder / "results.md").write_text(
+        "# Results\n\n## Library calls\n\n"
+        "- The default top_k of a library call is whatever Settings(top_k=8) gives it.\n\n"
+        "## The evidence pool\n\n"
+        "- evidence_pool (default 16) is how many chunks are read before the default top_k "
+        "passages are kept.\n\n"
+        "## How many results\n\n"
+        "- top_k (default 5) is the most sources in an answer.\n")
+    engine.ingest([folder])
+    answer = engine.ask("What is the default top_k?")
+    assert answer.text.startswith("- top_k (default 5) is the most sources in an answer."), \
+        answer.text

@@ -65,6 +65,11 @@ COMMAND_PENALTY = 0.7
 #: however many of its words it holds (an FAQ's question lines, a log of questions asked).
 QUESTION_PENALTY = 0.7
 _A_QUESTION = re.compile(r"\?\s*[\"'”»“`)\]]*\s*$|\?[\"'”»“`]")
+#: Score factor of a candidate that starts with the identifier or option the question names
+#: (the row ``top_k | CITEWISE_TOP_K | 5 | ...`` or the bullet "top_k (default 5) is ..." for
+#: "What is the default top_k?"): it defines that thing, where others only mention it.
+DEFINES_PRIOR = 1.25
+_IDENTIFIER = re.compile(r"(?<![\w-])--?[A-Za-z][\w-]*|\b[A-Za-z]\w*_\w+\b|\b[a-z]+[A-Z]\w*\b")
 _ASKS_FOR_CODE = re.compile(
     r"\b(command|commands|curl|example|syntax|snippet|code|script|cli|flag|flags|option|"
     r"options|function|method|class|call|invoke|run|type|json|yaml|toml)\b", re.IGNORECASE)
@@ -335,7 +340,8 @@ def rank_candidates(question: str, evidence: Sequence[Evidence], embedder: Embed
     score (coverage plus the rank bonus) are embedded; the others keep a cosine of 0.
     A candidate that :func:`looks_like_command` scores ``COMMAND_PENALTY`` times less unless
     the question asks for a command or code; a sentence that is a question or quotes one
-    ``QUESTION_PENALTY`` times less. The parts of an identifier in
+    ``QUESTION_PENALTY`` times less; a sentence or row that starts with an identifier or option
+    the question names (``top_k``, ``--top-k``) ``DEFINES_PRIOR`` times more. The parts of an identifier in
     ``known_identifiers`` (analysed terms the index holds whole, such as ``top_k``) do not
     count toward ``coverage`` (:func:`~citewise.text.analysis.without_known_parts`). A
     candidate of ``prefer_document`` (a document id: the page the question is asked from) has
@@ -384,6 +390,7 @@ def rank_candidates(question: str, evidence: Sequence[Evidence], embedder: Embed
         vectors = embedder.embed_documents([_in_context(pool[i], evidence) for i in order])
         cosine[order] = vectors @ embedder.embed_query(focus)
     penalise = not _ASKS_FOR_CODE.search(question)
+    named = {_key(m.group()) for m in _IDENTIFIER.finditer(focus)} - {""}
     scored = []
     for c, cos, cov, lex, ans in zip(pool, cosine, coverage, lexical, answer_coverage,
                                      strict=True):
@@ -392,6 +399,8 @@ def rank_candidates(question: str, evidence: Sequence[Evidence], embedder: Embed
             score *= COMMAND_PENALTY
         if c.kind == "sentence" and _A_QUESTION.search(c.text):
             score *= QUESTION_PENALTY
+        if named and score > 0 and c.kind in ("sentence", "row") and _subject(c) in named:
+            score *= DEFINES_PRIOR
         if prefer_document is not None and score > 0 and \
                 evidence[c.index].citation.document_id == prefer_document:
             score *= PAGE_PRIOR
@@ -406,6 +415,24 @@ def rank_candidates(question: str, evidence: Sequence[Evidence], embedder: Embed
         top = replace(named[0], score=scored[0].score + 0.01)
         scored = [top, *(s for s in scored if s is not named[0])]
     return scored
+
+
+def _key(text: str) -> str:
+    """``text`` case-folded, leading dashes and quotes dropped, dashes read as ``_``
+    (``--top-k`` and ``top_k`` both read ``top_k``)."""
+    return re.sub(r"[-\s]+", "_", text.strip().strip("-`'\"").casefold())
+
+
+def _subject(c: Candidate) -> str:
+    """What a candidate starts with, normalised by :func:`_key`: a row's first cell
+    (``"Setting: top_k; Default: 5"`` -> ``top_k``; the first option of ``--top-k, -k``), a
+    sentence's first word after a list bullet (``"- top_k (default 5) is ..."`` -> ``top_k``)."""
+    if c.kind == "row":
+        first = c.text.split("; ", 1)[0]
+        value = first.split(": ", 1)[1] if ": " in first else first
+        return _key(value.split(",")[0])
+    words = c.text.lstrip("-*•> \t").split(maxsplit=1)
+    return _key(words[0].rstrip(":,;.")) if words else ""
 
 
 _NAME = re.compile(r"(?<![\w.'`\"/-])([^\W\d_]{2,})(?![\w'`\"/(-]|\.\w)")
