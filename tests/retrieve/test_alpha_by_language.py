@@ -61,8 +61,9 @@ def test_a_kazakh_question_is_fused_with_the_kazakh_weight(make_engine, tmp_path
 
 def test_the_kazakh_default_weight_comes_from_the_setting() -> None:
     # chosen on KazQAD's dev half (docs/benchmarks.md, Fusion weight per language)
-    assert Settings().alpha_by_language == {"kk": 0.8}
-    assert Settings().alpha_for("kk") == 0.8
+    assert Settings().alpha_by_language == {"kk": 0.8, "ru": 0.6}
+    assert Settings().alpha_for("kk") == 0.8 and Settings().alpha_for("ru") == 0.6
+    assert Settings().alpha_for("zh") == 0.4
     assert Settings().alpha_for("en") == Settings().alpha == 0.4
     assert Settings().alpha_for("") == 0.4  # an undetermined question
     assert Settings(alpha_by_language='{"KK": 1}').alpha_by_language == {"kk": 1.0}
