@@ -24,6 +24,7 @@ import os
 import platform
 import random
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -78,6 +79,40 @@ def text_passages(limit: int):
         pieces.append(pieces[i] + f" variant{i}")
         i += 1
     return pieces[:limit]
+
+
+def write_synthetic(store, texts: list[str], dim: int, per_doc: int = 100,  # type: ignore[no-untyped-def]
+                    progress: Callable[[int, float], None] | None = None) -> float:
+    """Write ``texts`` into ``store`` (bound to a ``dim`` model) as documents of ``per_doc``
+    chunks, streamed: one document's float32 (per_doc, dim) random unit vectors at a time
+    (``default_rng(0)``, so the same vectors whatever the store). A repeated piece
+    (``text + " variantN"``) is analysed as its original's terms plus ``analyze("variantN")``,
+    which equals analysing it whole (see ``stores.corpus``). ``progress(chunks, seconds)`` is
+    called every 100,000 chunks. Returns the seconds taken."""
+    first: dict[str, str] = {}
+    rng = np.random.default_rng(0)
+    t0 = time.perf_counter()
+    for d in range(0, len(texts), per_doc):
+        part = texts[d : d + per_doc]
+        terms = []
+        for t in part:
+            base, _, tail = t.rpartition(" variant")
+            if tail.isdigit() and base in first:
+                terms.append(f"{first[base]} {analyze('variant' + tail)}")
+            else:
+                terms.append(analyze(t))
+            first.setdefault(t, terms[-1])
+        doc = Document(id=f"doc{d}", path=f"synthetic/doc{d}.txt", source_path=f"synthetic:{d}",
+                       title=f"doc{d}", format="text", content_hash=str(d))
+        chunks = [Chunk(id=f"c{d + i}", document_id=doc.id, ordinal=i, text=t, source_text=t,
+                        char_start=0, char_end=len(t), content_hash=f"h{d + i}")
+                  for i, t in enumerate(part)]
+        vecs = rng.normal(size=(len(part), dim)).astype(np.float32)
+        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+        store.upsert_document(doc, chunks, vecs, terms)
+        if progress is not None and d and d % 100_000 == 0:
+            progress(d, time.perf_counter() - t0)
+    return time.perf_counter() - t0
 
 
 def build_synthetic(path: Path, n: int, dim: int, model: str) -> SQLiteStore:

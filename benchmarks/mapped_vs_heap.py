@@ -21,7 +21,7 @@ m = mapped._load_matrix()
 with mapped.snapshot():
     b = mapped._load_bm25_index()
 heap._matrix = DenseIndex(m.generation, np.array(m.rowids), np.array(m.vectors), np.array(m.scales), np.array(m.codes))
-heap._bm25 = BM25Index(b.generation, np.array(b.rowids), np.array(b.lengths), b.vocabulary, np.array(b.indptr), np.array(b.positions), np.array(b.counts), b.avgdl)
+heap._bm25_kept.index = BM25Index(b.generation, np.array(b.rowids), np.array(b.lengths), b.vocabulary, np.array(b.indptr), np.array(b.positions), np.array(b.counts), b.avgdl)
 sci = load_beir(DATASETS / "scifact")
 qt = [tokenize(q) for _, q in sorted(sci.queries.items())][:100]
 rng = np.random.default_rng(5); qv = rng.normal(size=(100, 384)).astype(np.float32); qv /= np.linalg.norm(qv, axis=1, keepdims=True)

@@ -47,42 +47,20 @@ def note(message: str) -> None:
 def build(n: int, path: Path) -> None:
     """Write the ``stores.py`` corpus of ``n`` chunks into an SQLite store at ``path``."""
     sys.path[:0] = [str(ROOT / "benchmarks")]
-    from latency import text_passages
+    from latency import text_passages, write_synthetic
 
     from citewise.store.sqlite import SQLiteStore
-    from citewise.text.analysis import analyze
-    from citewise.types import Chunk, Document
 
     for suffix in ("", "-wal", "-shm"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
     texts = text_passages(n)
     note(f"{len(texts):,} texts")
-    first: dict[str, int] = {}
-    terms: list[str] = []
-    rng = np.random.default_rng(0)
     store = SQLiteStore(path)
     store.bind_model("minilm", DIM)
-    t0 = time.perf_counter()
-    for d in range(0, n, PER_DOC):
-        part = texts[d : d + PER_DOC]
-        for i, t in enumerate(part, start=d):  # as stores.corpus: a variant's terms reused
-            base, _, tail = t.rpartition(" variant")
-            j = first.get(base) if tail.isdigit() else None
-            terms.append(f"{terms[j]} {analyze('variant' + tail)}" if j is not None else analyze(t))
-            first.setdefault(t, i)
-        doc = Document(id=f"doc{d}", path=f"synthetic/doc{d}.txt", source_path=f"synthetic:{d}",
-                       title=f"doc{d}", format="text", content_hash=str(d))
-        chunks = [Chunk(id=f"c{d + i}", document_id=doc.id, ordinal=i, text=t, source_text=t,
-                        char_start=0, char_end=len(t), content_hash=f"h{d + i}")
-                  for i, t in enumerate(part)]
-        vecs = rng.normal(size=(len(part), DIM)).astype(np.float32)
-        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-        store.upsert_document(doc, chunks, vecs, terms[d : d + PER_DOC])
-        if d and d % 100_000 == 0:
-            note(f"{d:,} chunks, {d / (time.perf_counter() - t0):,.0f} chunks/s")
+    took = write_synthetic(store, texts, DIM, PER_DOC,
+                           lambda d, s: note(f"{d:,} chunks, {d / s:,.0f} chunks/s"))
     store.close()
-    note(f"wrote {n:,} chunks in {time.perf_counter() - t0:.0f} s; "
-         f"{path.stat().st_size / 1e6:,.0f} MB")
+    note(f"wrote {n:,} chunks in {took:.0f} s; {path.stat().st_size / 1e6:,.0f} MB")
 
 
 def status() -> dict[str, float]:

@@ -28,13 +28,12 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
-from latency import DATASETS, text_passages  # noqa: E402
+from latency import DATASETS, text_passages, write_synthetic  # noqa: E402
 from tests import pgserver  # noqa: E402
 
 from citewise.eval.datasets import load_beir  # noqa: E402
 from citewise.store.postgres import PostgresStore  # noqa: E402
-from citewise.text.analysis import analyze, tokenize  # noqa: E402
-from citewise.types import Chunk, Document  # noqa: E402
+from citewise.text.analysis import tokenize  # noqa: E402
 
 DIM, PER_DOC, K = 384, 100, 50
 
@@ -46,30 +45,10 @@ def note(message: str) -> None:
 
 def fill(store: PostgresStore, n: int) -> None:
     texts = text_passages(n)
-    cache: dict[str, str] = {}
-    rng = np.random.default_rng(0)
     store.bind_model("minilm", DIM)
-    t0 = time.perf_counter()
     with store.bulk_load():
-        for d in range(0, n, PER_DOC):
-            part = texts[d : d + PER_DOC]
-            terms = []
-            for t in part:
-                base, _, tail = t.rpartition(" variant")
-                if tail.isdigit() and base in cache:
-                    terms.append(f"{cache[base]} {analyze('variant' + tail)}")
-                else:
-                    terms.append(analyze(t))
-                cache.setdefault(t, terms[-1])
-            doc = Document(id=f"doc{d}", path=f"synthetic/doc{d}.txt", source_path=f"synthetic:{d}",
-                           title=f"doc{d}", format="text", content_hash=str(d))
-            chunks = [Chunk(id=f"c{d + i}", document_id=doc.id, ordinal=i, text=t, source_text=t,
-                            char_start=0, char_end=len(t), content_hash=f"h{d + i}")
-                      for i, t in enumerate(part)]
-            vecs = rng.normal(size=(len(part), DIM)).astype(np.float32)
-            vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-            store.upsert_document(doc, chunks, vecs, terms)
-    note(f"wrote {n:,} chunks in {time.perf_counter() - t0:.0f} s")
+        took = write_synthetic(store, texts, DIM, PER_DOC)
+    note(f"wrote {n:,} chunks in {took:.0f} s")
 
 
 def main() -> None:

@@ -28,9 +28,7 @@ the calibrate units' embeddings come from the cache of ``build_scan_prototypes.p
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import os
 import time
 from pathlib import Path
 
@@ -38,16 +36,16 @@ import numpy as np
 import scipy.sparse as sp
 from build_scan_prototypes import (
     OUT,
-    Cache,
     best_f1_threshold,
     best_units,
+    open_cache,
+    scan_parser,
     units_of,
     verdict_thresholds,
 )
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 
-from citewise.embed import load_embedder
 from citewise.eval.cuad import load_contracts, overlaps
 from citewise.scan.classify import ClauseClassifier, is_bare_heading, load_prototypes
 from citewise.scan.lexical import VIEWS, LexicalModel, context_views
@@ -94,15 +92,12 @@ def fit(views: list[tuple[str, ...]], labels: list[list[str]], types: list[str],
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("cuad", type=Path)
+    ap = scan_parser(__doc__)
     ap.add_argument("--types", nargs="*", help="clause types (default: the default playbook's)")
     ap.add_argument("--c", type=float, default=4.0)
     ap.add_argument("--max-features", type=int, default=60000)
     ap.add_argument("--prune", type=float, default=0.01)
     ap.add_argument("--embedding-scale", type=float, default=0.2)
-    ap.add_argument("--min-positives", type=int, default=5)
-    ap.add_argument("--cache", type=Path, default=Path("/tmp/citewise_scan_cache.npz"))
     args = ap.parse_args()
     started = time.perf_counter()
     types = args.types or list(dict.fromkeys(r.clause_type for r in load_playbook("default").rules))
@@ -112,8 +107,7 @@ def main() -> None:
     kept = int(np.count_nonzero(lexical.weights))
     print(f"{kept} weights kept of {lexical.weights.size}", flush=True)
 
-    embedder = load_embedder("minilm", int(os.environ.get("CITEWISE_THREADS", "1")), 32, "fp32")
-    cache = Cache(args.cache, embedder)
+    embedder, cache = open_cache(args, "fp32")
     base = load_prototypes(embedder)
     proto = dataclasses.replace(base, lexical=lexical, embedding_scale=args.embedding_scale)
     classifier = ClauseClassifier(embedder, proto)

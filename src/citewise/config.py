@@ -57,6 +57,13 @@ def _check_toml(path: Path) -> None:
                           "fix it or remove it") from None
 
 
+#: Default :attr:`Settings.alpha_by_language`: the BM25 weight of weighted fusion per question
+#: language where it differs from ``alpha``, each chosen on a dev split (docs/retrieval.md,
+#: docs/benchmarks.md "Fusion weight per language"). kk 0.8: KazQAD dev nDCG@10 0.718 against
+#: 0.610 at 0.4 (the ``use`` dense leg reads little Kazakh: 0.391 alone, BM25 0.689); ru 0.6:
+#: XQuAD-ru dev 0.975 against 0.962. zh and en keep 0.4 (best on their dev halves).
+ALPHA_BY_LANGUAGE: dict[str, float] = {"kk": 0.8, "ru": 0.6}
+
 #: A collection's name: the folder under $home/collections/ and the value stored per document.
 COLLECTION_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"
 COLLECTION_NAME = re.compile(COLLECTION_PATTERN)
@@ -172,6 +179,12 @@ class Settings(BaseSettings):
     # --- retrieval ----------------------------------------------------------------------
     fusion: Fusion = Fusion.WEIGHTED
     alpha: float = Field(0.4, ge=0.0, le=1.0, description="Weight of BM25 in weighted fusion.")
+    alpha_by_language: Annotated[dict[str, float], NoDecode] = Field(
+        default_factory=lambda: dict(ALPHA_BY_LANGUAGE),
+        description="Weight of BM25 in weighted fusion for questions detected in a language "
+        "(ISO 639-1 code -> weight in [0, 1], a JSON object: '{\"kk\": 0.9}'); other languages "
+        "use alpha. Defaults chosen on dev splits (docs/retrieval.md).",
+    )
     rrf_k: int = Field(60, ge=1, description="RRF constant k (Cormack et al., 2009).")
     dense_k: int = Field(50, ge=1, description="Candidates taken from dense search.")
     sparse_k: int = Field(50, ge=1, description="Candidates taken from BM25.")
@@ -420,6 +433,38 @@ class Settings(BaseSettings):
                 raise ValueError(f"{where}: the collections must be a non-empty list of names "
                                  "(letters, digits, _ and -, up to 64) or [\"*\"]")
         return value
+
+    @field_validator("alpha_by_language", mode="before")
+    @classmethod
+    def _language_weights(cls, value: object) -> dict[str, float]:
+        """A JSON object or a dict of ISO 639-1 code -> BM25 weight; raises ValueError naming
+        an unknown code or a weight outside [0, 1]."""
+        if isinstance(value, str):
+            try:
+                value = json.loads(value) if value.strip() else {}
+            except json.JSONDecodeError as err:
+                raise ValueError(f"give a JSON object such as {{\"kk\": 0.9}} ({err})") from None
+        if not isinstance(value, dict):  # pydantic reports ValueError, not TypeError
+            raise ValueError("give a JSON object of language code -> BM25 weight, such as "  # noqa: TRY004
+                             "{\"kk\": 0.9}")
+        out: dict[str, float] = {}
+        for code, weight in value.items():
+            key = str(code).strip().lower()
+            if key not in LANGUAGE_NAMES:
+                raise ValueError(f"unknown language code {code!r}; use ISO 639-1 codes the "
+                                 f"detector returns: {' '.join(LANGUAGE_NAMES)}")
+            if isinstance(weight, bool) or not isinstance(weight, int | float) or not (
+                    0.0 <= weight <= 1.0):
+                raise ValueError(f"the BM25 weight of {key!r} must be a number in [0, 1], "
+                                 f"got {weight!r}")
+            out[key] = float(weight)
+        return out
+
+    def alpha_for(self, language: str) -> float:
+        """The BM25 weight of weighted fusion for a question detected as ``language`` (an ISO
+        639-1 code, or ``""`` when undetermined): ``alpha_by_language[language]`` when set,
+        else ``alpha``. In [0, 1]; higher gives BM25 more weight."""
+        return self.alpha_by_language.get(language, self.alpha)
 
     @field_validator("rerank_languages", mode="before")
     @classmethod

@@ -116,7 +116,7 @@ def test_a_restart_maps_the_saved_files_and_answers_the_same(saved, monkeypatch)
     never_built(monkeypatch)
     again = open_store(store.path)
     assert answers(again, vectors[7], "warranty claim") == want
-    matrix, bm25 = again._load_matrix(), again._bm25
+    matrix, bm25 = again._load_matrix(), again._bm25_kept.index
     assert bm25 is not None and bm25.generation == generation
     for array in (matrix.vectors, matrix.codes, bm25.positions, bm25.counts):
         assert isinstance(array, np.memmap)

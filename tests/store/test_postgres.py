@@ -80,7 +80,7 @@ def test_bm25_from_the_index_equals_the_sql_scoring_on_scifact(postgres_url):
     first = index.sparse_search(tokenize(queries[0]), 1)[0].chunk_id
     assert sql.delete_document(sql.get_chunks([first])[first][1].id)
     assert first not in {h.chunk_id for h in index.sparse_search(tokenize(queries[0]), 50)}
-    assert index._bm25 is not None and index._bm25.generation == sql.generation()
+    assert index._bm25_kept.current(sql.generation()) is not None
     sql.close()
     index.close()
 

@@ -33,6 +33,8 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
                  "--disable-component-update", "--no-first-run"]
 ARTEFACTS = Path(__file__).resolve().parents[2] / "test-artefacts" / "web"
 QUESTION = "How long does the laptop warranty last?"
+#: ms to wait for an answer to finish (``data-state`` ``done``) in a browser test
+LONG = 60_000
 
 
 class PortServer(LiveServer):
@@ -158,6 +160,14 @@ def open_widget(new_page: Callable[[], Page], url: str) -> tuple[Page, Locator, 
     field = widget.locator("input")
     expect(field).to_be_enabled()
     return page, widget, field
+
+
+def ask(page: Page, question: str) -> Locator:
+    """Type ``question`` into the chat page's question field and press Enter; returns the
+    last assistant message (the answer to come)."""
+    page.fill("#question", question)
+    page.press("#question", "Enter")
+    return page.locator(".message.assistant").last
 
 
 def screenshot(page: Page, name: str) -> Path:

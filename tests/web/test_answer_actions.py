@@ -11,15 +11,7 @@ import httpx
 from playwright.sync_api import expect
 
 from citewise.train.data import read_jsonl
-from tests.web.conftest import QUESTION, screenshot
-
-LONG = 60_000
-
-
-def ask(page, question: str):  # type: ignore[no-untyped-def]
-    page.fill("#question", question)
-    page.press("#question", "Enter")
-    return page.locator(".message.assistant").last
+from tests.web.conftest import LONG, QUESTION, ask, screenshot
 
 
 def saved_chat(server) -> dict:  # type: ignore[no-untyped-def]

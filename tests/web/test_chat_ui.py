@@ -7,15 +7,7 @@ import re
 import httpx
 from playwright.sync_api import expect
 
-from tests.web.conftest import QUESTION, LiveServer, PortServer, free_port, screenshot
-
-LONG = 60_000
-
-
-def ask(page, question: str):  # type: ignore[no-untyped-def]
-    page.fill("#question", question)
-    page.press("#question", "Enter")
-    return page.locator(".message.assistant").last
+from tests.web.conftest import LONG, QUESTION, LiveServer, PortServer, ask, free_port, screenshot
 
 
 def test_ask_stream_cite_and_view_the_highlighted_span(page, server):

@@ -9,16 +9,8 @@ import re
 import httpx
 from playwright.sync_api import expect
 
-from tests.web.conftest import QUESTION, LiveServer, screenshot
+from tests.web.conftest import LONG, QUESTION, LiveServer, ask, screenshot
 from tests.web.llm import passages, scripted_llm
-
-LONG = 60_000
-
-
-def ask(page, question: str):  # type: ignore[no-untyped-def]
-    page.fill("#question", question)
-    page.press("#question", "Enter")
-    return page.locator(".message.assistant").last
 
 
 def record_progress(page) -> None:  # type: ignore[no-untyped-def]

@@ -7,9 +7,8 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.web.conftest import QUESTION, screenshot
+from tests.web.conftest import LONG, QUESTION, screenshot
 
-LONG = 60_000
 WIDE = """() => [...document.querySelectorAll('body *')]
   .filter(e => e.getClientRects().length && e.getBoundingClientRect().right > innerWidth + 0.5
                && !e.closest('.visually-hidden'))

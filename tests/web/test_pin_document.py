@@ -7,15 +7,7 @@ import re
 
 from playwright.sync_api import expect
 
-from tests.web.conftest import QUESTION
-
-LONG = 60_000
-
-
-def ask(page, question: str):  # type: ignore[no-untyped-def]
-    page.fill("#question", question)
-    page.press("#question", "Enter")
-    return page.locator(".message.assistant").last
+from tests.web.conftest import LONG, QUESTION, ask
 
 
 def test_pin_a_sources_document_then_ask_for_its_sections(page, server):

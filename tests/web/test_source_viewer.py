@@ -6,10 +6,7 @@ from __future__ import annotations
 import httpx
 from playwright.sync_api import expect
 
-from tests.web.conftest import LiveServer, screenshot
-
-LONG = 60_000
-
+from tests.web.conftest import LONG, LiveServer, screenshot
 
 OFFICE = ("# Office\n\nThe office opens at 8 am on weekdays. Parking is free for staff in the "
           "north garage. Visitors sign in at the front desk with photo identification. The "

@@ -7,10 +7,8 @@ import json
 import httpx
 from playwright.sync_api import expect
 
-from tests.web.conftest import QUESTION, LiveServer, free_port, open_widget, screenshot
+from tests.web.conftest import LONG, QUESTION, LiveServer, free_port, open_widget, screenshot
 from tests.web.llm import scripted_llm
-
-LONG = 60_000
 
 PAGE = """<!doctype html>
 <html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">

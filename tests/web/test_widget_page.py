@@ -7,9 +7,8 @@ from __future__ import annotations
 from playwright.sync_api import expect
 
 from tests.api.test_page_context import AMBIGUOUS, PAGES
-from tests.web.conftest import LiveServer, open_widget, screenshot
+from tests.web.conftest import LONG, LiveServer, open_widget, screenshot
 
-LONG = 60_000
 HTML = """<!doctype html>
 <html><head><meta charset="utf-8"><title>{title}</title></head>
 <body><h1>{title}</h1>

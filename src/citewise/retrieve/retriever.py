@@ -275,6 +275,7 @@ class Retriever:
         if lexical.strip():
             extra = self.query_terms(lexical, language)
             terms = list(dict.fromkeys([*terms, *extra]))
+        alpha = self.settings.alpha_for(language)  # the BM25 weight of weighted fusion
         gated = mode is SearchMode.HYBRID and not self.dense_models(language)
         if gated:  # BM25 alone; the hybrid search only when it finds nothing
             mode = SearchMode.SPARSE
@@ -284,19 +285,20 @@ class Retriever:
             query_vec = self.embed_query(query, clock)
         with self.store.snapshot():  # every read below sees one committed state
             routed = self.routing_language(language, filters)
-            hits = self._search_legs(mode, query_vec, terms, k, filters, clock)
+            hits = self._search_legs(mode, query_vec, terms, k, filters, clock, alpha)
             if routed is not None:
                 preferred = self._search_legs(mode, query_vec, terms, k,
-                                              {**(filters or {}), "language": routed}, clock)
+                                              {**(filters or {}), "language": routed}, clock,
+                                              alpha)
                 seen = {h.chunk_id for h in preferred}
                 hits = preferred + [h for h in hits if h.chunk_id not in seen]
             if gated and not hits:  # no term matched: the dense leg may still (another script)
                 mode = SearchMode.HYBRID
                 query_vec = self.embed_query(query, clock)
-                hits = self._search_legs(mode, query_vec, terms, k, filters, clock)
+                hits = self._search_legs(mode, query_vec, terms, k, filters, clock, alpha)
             if prefer_document is not None:
                 hits = self._with_document(hits, prefer_document, mode, query_vec, terms,
-                                           filters, clock)
+                                           filters, clock, alpha)
             if not hits:
                 return []
             with clock("load_ms"):
@@ -312,7 +314,8 @@ class Retriever:
 
     def _with_document(self, hits: list[Hit], document_id: str, mode: SearchMode,
                        query_vec: np.ndarray | None, terms: list[str],
-                       filters: Mapping[str, Any] | None, clock: _Clock) -> list[Hit]:
+                       filters: Mapping[str, Any] | None, clock: _Clock,
+                       alpha: float) -> list[Hit]:
         """``hits`` plus the best chunks of ``document_id`` within ``filters`` (both legs
         searched inside it, ``per_file`` deep) that are not among them yet. Those come in
         with the lowest fused score of ``hits``, so only their own coverage of the question
@@ -323,7 +326,8 @@ class Retriever:
             return hits  # the page's document is outside the question's scope
         depth = max(self.settings.per_file, self.settings.evidence_per_file)
         inside = self._search_legs(mode, query_vec, terms, depth,
-                                   {**(filters or {}), "document_ids": [document_id]}, clock)
+                                   {**(filters or {}), "document_ids": [document_id]}, clock,
+                                   alpha)
         seen = {h.chunk_id for h in hits}
         fused = [h.fused if h.fused is not None else h.score for h in hits]
         floor = min(fused) if fused else 0.0
@@ -384,8 +388,10 @@ class Retriever:
 
     def _search_legs(self, mode: SearchMode, query_vec: np.ndarray | None, terms: list[str],
                      k: int | None, filters: Mapping[str, Any] | None,
-                     clock: _Clock) -> list[Hit]:
-        """Dense and/or BM25 candidates (``k`` each), fused for the hybrid mode."""
+                     clock: _Clock, alpha: float) -> list[Hit]:
+        """Dense and/or BM25 candidates (``k`` each), fused for the hybrid mode (``alpha``:
+        the BM25 weight of weighted fusion, :meth:`Settings.alpha_for` the question's
+        language)."""
         dense_hits: list[Hit] = []
         sparse_hits: list[Hit] = []
         if query_vec is not None:
@@ -399,7 +405,7 @@ class Retriever:
         with clock("fusion_ms"):
             if mode is SearchMode.HYBRID:
                 return fuse(self.settings.fusion, dense_hits, sparse_hits,
-                            alpha=self.settings.alpha, rrf_k=self.settings.rrf_k)
+                            alpha=alpha, rrf_k=self.settings.rrf_k)
             return [replace(h, fused=h.score) for h in (dense_hits or sparse_hits)]
 
     def embed_query(self, query: str, clock: _Clock | None = None) -> np.ndarray:

@@ -25,9 +25,10 @@ state (:meth:`BM25Index.from_arrays`, :mod:`citewise.store.derived_files`).
 from __future__ import annotations
 
 import itertools
+import threading
 from array import array
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -235,6 +236,40 @@ def _block_postings(token_ids: array[int], offsets: array[int],
     count_type = np.uint16 if counts.size == 0 or counts.max() < 2**16 else np.uint32
     return ((keys // max(width, 1)).astype(np.int32),
             (keys % max(width, 1) + first).astype(np.int32), counts.astype(count_type))
+
+
+class KeptIndex:
+    """The one :class:`BM25Index` a store keeps, and the lock its builds take.
+
+    :meth:`get` returns the kept index when it reflects ``generation``, else builds one under
+    the lock (a second thread asking for the same generation meanwhile waits and gets that
+    one: double-checked) and keeps it only when it is newer than the kept one, so a thread
+    reading an older snapshot never replaces a newer index. ``index`` is None until a build.
+    """
+
+    def __init__(self) -> None:
+        self.index: BM25Index | None = None
+        self._lock = threading.Lock()
+
+    def current(self, generation: int) -> BM25Index | None:
+        """The kept index when it reflects ``generation``, else None (no build)."""
+        index = self.index
+        return index if index is not None and index.generation == generation else None
+
+    def get(self, generation: int, build: Callable[[], BM25Index]) -> BM25Index:
+        """The index of ``generation``: the kept one, or ``build()`` (called under the lock;
+        its result must reflect ``generation``)."""
+        index = self.current(generation)
+        if index is not None:
+            return index
+        with self._lock:
+            index = self.current(generation)
+            if index is not None:
+                return index
+            built = build()
+            if self.index is None or self.index.generation < generation:
+                self.index = built
+            return built
 
 
 def hashable(key: object) -> bool:

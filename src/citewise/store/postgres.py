@@ -61,7 +61,7 @@ from citewise.config import libpq_url, redact_url
 from citewise.errors import ConfigError, IndexError_
 from citewise.store.base import Filters, IndexInfo, nested_read_transaction
 from citewise.store.bm25 import idf_sql, term_score_sql
-from citewise.store.bm25_index import BM25Index, query_counts
+from citewise.store.bm25_index import BM25Index, KeptIndex, query_counts
 from citewise.store.migrations import named, pending, run_migrations
 from citewise.store.scope import scoped_document_ids
 from citewise.store.sql import (
@@ -333,8 +333,7 @@ class PostgresStore(SQLStore):
         #: a missing or older index: ``background`` builds it in a thread while SQL answers,
         #: ``wait`` builds it first
         self.bm25_build = bm25_build
-        self._bm25: BM25Index | None = None
-        self._bm25_lock = threading.Lock()
+        self._bm25_kept = KeptIndex()
         self._building: threading.Thread | None = None
         self._thread_lock = threading.Lock()
         self.ef_search = ef_search
@@ -790,20 +789,14 @@ class PostgresStore(SQLStore):
         the kept one when its generation is the one read, else one built from that state's
         ``chunks`` rows (streamed through a server-side cursor) and kept when it is newer."""
         generation = self.generation()
-        index = self._bm25
-        if index is not None and index.generation == generation:
-            return index
-        with self._bm25_lock:
-            index = self._bm25
-            if index is not None and index.generation == generation:
-                return index
+
+        def build() -> BM25Index:
             with self.db.cursor(name="citewise_bm25_build") as cur:
                 cur.itersize = 20_000
                 cur.execute("SELECT seq, terms, n_terms FROM chunks ORDER BY seq")
-                built = BM25Index.build(generation, cur)
-            if index is None or index.generation < generation:
-                self._bm25 = built
-            return built
+                return BM25Index.build(generation, cur)
+
+        return self._bm25_kept.get(generation, build)
 
     def _background_build(self) -> None:
         """Build the index of the newest state in a thread of its own (one at a time)."""
@@ -828,8 +821,7 @@ class PostgresStore(SQLStore):
         building = self._building
         if wait_s > 0 and building is not None:
             building.join(wait_s)
-        index = self._bm25
-        return index is not None and index.generation == self.generation()
+        return self._bm25_kept.current(self.generation()) is not None
 
     def _indexed_sparse_search(self, terms: Sequence[str], k: int,
                                filters: Filters | None) -> list[Hit] | None:
@@ -840,8 +832,8 @@ class PostgresStore(SQLStore):
         if not query_tf or k <= 0 or (wanted is not None and wanted.matches_nothing):
             return []
         with self.snapshot():
-            index = self._bm25
-            if index is None or index.generation != self.generation():
+            index = self._bm25_kept.current(self.generation())
+            if index is None:
                 if self.bm25_build == "background":
                     self._background_build()
                     return None

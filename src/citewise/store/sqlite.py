@@ -63,7 +63,7 @@ from citewise.errors import IndexChangedError, IndexError_
 from citewise.store import derived_files
 from citewise.store.base import Filters, IndexInfo, nested_read_transaction
 from citewise.store.bm25 import BM25_B, BM25_K1, bm25_scores
-from citewise.store.bm25_index import BM25Index, hashable, query_counts
+from citewise.store.bm25_index import BM25Index, KeptIndex, hashable, query_counts
 from citewise.store.dense_index import EXACT_BELOW, RESCORE_FACTOR, RESCORE_MIN, DenseIndex
 from citewise.store.derived_files import Stamp, derived_folder
 from citewise.store.migrations import named, run_migrations
@@ -285,12 +285,11 @@ class SQLiteStore(SQLStore):
         self._building: threading.Thread | None = None
         # the BM25 build has locks of its own: a build (seconds) never holds up a dense
         # search's matrix load or a search that only checks whether a build is running
-        self._bm25_lock = threading.Lock()
+        self._bm25_kept = KeptIndex()
         self._thread_lock = threading.Lock()
         self._local = threading.local()
         self._lock = threading.Lock()
         self._matrix: DenseIndex | None = None
-        self._bm25: BM25Index | None = None
         self._stats: tuple[int, int, float] | None = None  # generation, N, avgdl
         self._last_stamp: Stamp | None = None
         try:
@@ -780,8 +779,8 @@ class SQLiteStore(SQLStore):
         of the state read (a dictionary look-up per term), else from ``chunks_vocab``."""
         if self.bm25_index:
             with self.snapshot():
-                index = self._bm25
-                if index is not None and index.generation == self.generation():
+                index = self._bm25_kept.current(self.generation())
+                if index is not None:
                     return index.size, {t: index.document_frequency(t) for t in terms}
         n_docs, _ = self._collection_stats()
         df: dict[str, int] = dict.fromkeys(terms, 0)
@@ -796,13 +795,8 @@ class SQLiteStore(SQLStore):
         state (kept when it is newer than the kept one, so a thread in an older snapshot
         never replaces a newer index). Call it inside :meth:`snapshot`."""
         generation = self.generation()
-        index = self._bm25
-        if index is not None and index.generation == generation:
-            return index
-        with self._bm25_lock:
-            index = self._bm25
-            if index is not None and index.generation == generation:
-                return index
+
+        def build() -> BM25Index:
             stamp = self._stamp()
             built = self._mapped("bm25", stamp, lambda a: BM25Index.from_arrays(generation, a))
             if built is None:
@@ -810,9 +804,9 @@ class SQLiteStore(SQLStore):
                 fresh = BM25Index.build(generation, rows)
                 built = self._saved("bm25", stamp, fresh, lambda a: BM25Index.from_arrays(
                     generation, a, vocabulary=fresh.vocabulary))
-            if index is None or index.generation < generation:
-                self._bm25 = built
             return built
+
+        return self._bm25_kept.get(generation, build)
 
     def _background_build(self) -> None:
         """Build the BM25 index of the newest committed state in a thread of its own (one at
@@ -840,8 +834,7 @@ class SQLiteStore(SQLStore):
         building = self._building
         if wait_s > 0 and building is not None:
             building.join(wait_s)
-        index = self._bm25
-        return index is not None and index.generation == self.generation()
+        return self._bm25_kept.current(self.generation()) is not None
 
     def sparse_search(
         self, terms: Sequence[str], k: int, filters: Filters | None = None,
@@ -867,8 +860,8 @@ class SQLiteStore(SQLStore):
         if not query_tf or k <= 0 or (wanted is not None and wanted.matches_nothing):
             return []
         with self.snapshot():  # the generation, the filter and the hits from one state
-            index = self._bm25
-            if index is None or index.generation != self.generation():
+            index = self._bm25_kept.current(self.generation())
+            if index is None:
                 if self.bm25_build == "background":
                     self._background_build()
                     return self._fts_sparse_search(terms, k, filters, candidates)
