@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from tests.conftest import CASES
 
 
@@ -58,3 +60,21 @@ def test_prune_removes_documents_whose_files_are_gone(engine, tmp_path):
     report = engine.ingest([a], prune=True)
     assert "deleted" in [f.status for f in report.files]
     assert [d.path for d in engine.store.documents()] == ["a/x.txt"]
+
+
+def test_a_corrupt_pdf_is_reported_with_what_to_do(engine, tmp_path):
+    """A newcomer's random-bytes x.pdf and truncated PDF were reported as "not a valid PDF
+    file: corrupt or unsupported content" and "corrupt or unsupported PDF (...)" with no next
+    step; docs/ingestion.md promises "re-export or re-download it"."""
+    import os
+
+    folder = tmp_path / "col"
+    folder.mkdir()
+    (folder / "x.pdf").write_bytes(os.urandom(4096))
+    good = (CASES / "c02_encrypted" / "payroll_plain.pdf").read_bytes()
+    (folder / "trunc.pdf").write_bytes(good[:300])
+    (folder / "notes.md").write_text("# Notes\n\nThe kettle warranty lasts two years.\n")
+    report = engine.ingest([folder])
+    reasons = {Path(f.path).name: f.reason for f in report.files if f.status == "failed"}
+    assert set(reasons) == {"x.pdf", "trunc.pdf"}, reasons
+    assert all(r.endswith("re-export or re-download it") for r in reasons.values()), reasons

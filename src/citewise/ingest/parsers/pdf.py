@@ -112,7 +112,8 @@ def _parse_locked(path: Path, data: bytes) -> ParsedDocument:
     except pdfium.PdfiumError as exc:
         if getattr(exc, "err_code", None) == pdfium.raw.FPDF_ERR_PASSWORD:
             raise EncryptedDocumentError(path) from exc
-        raise CorruptDocumentError(path, f"corrupt or unsupported PDF ({exc})") from exc
+        raise CorruptDocumentError(
+            path, f"corrupt or unsupported PDF ({exc}): re-export or re-download it") from exc
     options = current_options()
     try:
         n_pages = len(pdf)

@@ -215,7 +215,8 @@ def parse_mislabelled(path: Path, data: bytes, expected: str) -> ParsedDocument:
         raise
     except DocumentError as exc:
         raise CorruptDocumentError(
-            path, f"not a valid {expected} file: corrupt or unsupported content") from exc
+            path, f"not a valid {expected} file: corrupt or unsupported content; re-export or "
+            "re-download it") from exc
     if own is None or suffix not in own.suffixes:
         return doc
     warning = (f"the file is named {suffix} but holds {doc.format}, not {expected}; "
