@@ -60,8 +60,9 @@ def _print_checks(answer: Answer) -> None:
     the answer must see which sentences its sources do not back, not only a log); on stderr:
     the LLM fallback note."""
     if answer.fallback_reason:
-        err_console.print(f"[yellow]note:[/] extractive answer; the LLM failed: "
-                          f"{escape(answer.fallback_reason)}")
+        # the model may have run fine and its answer failed the checks: say what happened
+        err_console.print(f"[yellow]note:[/] extractive answer, the model's answer was not "
+                          f"used: {escape(answer.fallback_reason)}")
     for s in answer.unsupported:
         why = "it cites nothing" if not s.citations else (
             f"support {s.support:.2f} from {', '.join(f'[{n}]' for n in s.citations)}")
