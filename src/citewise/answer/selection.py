@@ -407,13 +407,13 @@ def rank_candidates(question: str, evidence: Sequence[Evidence], embedder: Embed
         scored.append(Scored(c, score, float(cos), cov, ans))
     scored.sort(key=lambda s: -s.score)
     wanted = list_terms(question) if lists else set()
-    named = [s for s in scored if s.candidate.kind == "list" and wanted & set(tokenize(
+    asked = [s for s in scored if s.candidate.kind == "list" and wanted & set(tokenize(
         evidence[s.candidate.index].chunk.section[-1], language))]
-    if named and scored[0].candidate.kind != "list":
+    if asked and scored[0].candidate.kind != "list":
         # "Which file formats ...?" over a "Supported formats" section: the list of its
         # subsections is the answer, however well a sentence matches the words
-        top = replace(named[0], score=scored[0].score + 0.01)
-        scored = [top, *(s for s in scored if s is not named[0])]
+        top = replace(asked[0], score=scored[0].score + 0.01)
+        scored = [top, *(s for s in scored if s is not asked[0])]
     return scored
 
 

@@ -87,9 +87,12 @@ def cuad_examples(cuad: str | Path, legalbench: str | Path, settings: Settings,
                   progress: ProgressFn | None = None) -> list[Example]:
     """Clause-type questions over CUAD train contracts not in LegalBench-RAG (see the module
     docstring). ``max_contracts`` (0 = all) contracts are drawn with ``seed`` and ingested with
-    :class:`~citewise.engine.Engine` into ``settings.home / "cuad-train"`` (reused when it
-    already holds them). Raises ConfigError when a dataset file is missing."""
-    from citewise.engine import Engine
+    the ingest pipeline into ``settings.home / "cuad-train"`` (reused when it already holds
+    them). Raises ConfigError when a dataset file is missing."""
+    from citewise.embed import load_embedder
+    from citewise.ingest.pipeline import Ingestor
+    from citewise.retrieve.retriever import Retriever
+    from citewise.store.sqlite import SQLiteStore
 
     cuad, legalbench = Path(cuad), Path(legalbench)
     questions = _category_questions(cuad)
@@ -99,9 +102,15 @@ def cuad_examples(cuad: str | Path, legalbench: str | Path, settings: Settings,
         contracts = sorted(random.Random(seed).sample(contracts, min(max_contracts,
                                                                        len(contracts))),
                            key=lambda c: c.file)
-    engine = Engine(settings.model_copy(update={"home": settings.home / "cuad-train"}))
+    # the ingest and search parts themselves: this package sits below the engine
+    folder = settings.home / "cuad-train"
+    folder.mkdir(parents=True, exist_ok=True)
+    embedder = load_embedder(settings.embedding_model, settings.threads,
+                             settings.embed_batch_size, settings.embedding_precision)
+    store = SQLiteStore(folder / "index.sqlite3")
     try:
-        engine.ingest([c.path for c in contracts])
+        Ingestor(settings, store, embedder).ingest([c.path for c in contracts])
+        retriever = Retriever(settings, store, embedder)
         out = []
         for i, contract in enumerate(contracts):
             if progress:
@@ -111,14 +120,14 @@ def cuad_examples(cuad: str | Path, legalbench: str | Path, settings: Settings,
                 if category in CUAD_SKIPPED_CATEGORIES or category not in questions:
                     continue
                 query = f"Consider the {name}; {questions[category]}"
-                hits = engine.retriever.rank(query, mode=SearchMode.HYBRID, k=MINING_DEPTH,
-                                             rerank=False)
+                hits = retriever.rank(query, mode=SearchMode.HYBRID, k=MINING_DEPTH,
+                                      rerank=False)
                 example = _cuad_example(query, hits, contract.file, spans, negatives)
                 if example is not None:
                     out.append(example)
         return out
     finally:
-        engine.store.close()
+        store.close()
 
 
 def _cuad_example(query: str, hits: Sequence[Hit], file: str, spans: list[tuple[int, int]],
