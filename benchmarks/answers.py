@@ -37,6 +37,10 @@ Usage::
     python benchmarks/answers.py [--answerers extractive,qwen2.5-coder-1.5b,qwen2.5-coder-1.5b:pick]
         [--evidence sentences,passages] [--split dev|test|all] [--collections docs,code]
         [--threads 2] [--json results.json] [--limit 5]
+
+An answerer is ``extractive`` or ``MODEL[:STYLE]`` (STYLE: write, pick, pick-write), either with
+an optional ``@K``: at most K passages of evidence (``top_k``; default the settings' 5), e.g.
+``qwen2.5-coder-1.5b:write@3``.
 """
 
 from __future__ import annotations
@@ -199,12 +203,14 @@ def engines(settings: Settings, answerers: list[str], evidence: list[str],
     shared: Engine | None = None
     for name in answerers:
         for mode in evidence:
-            model, _, style = name.partition(":")
+            spec, _, k = name.partition("@")  # "model:style@3": at most 3 passages
+            model, _, style = spec.partition(":")
             s = settings.model_copy(update={
                 "store": store_path, "evidence": mode,
-                "llm_provider": "none" if name == "extractive" else "local",
-                "llm_model": "" if name == "extractive" else model,
+                "llm_provider": "none" if model == "extractive" else "local",
+                "llm_model": "" if model == "extractive" else model,
                 "answer_style": style or "write",
+                **({"top_k": int(k)} if k else {}),
             })
             # one embedder for all answerers
             engine = Engine(s, embedder=shared.embedder if shared is not None else None)
@@ -261,7 +267,7 @@ def run(answerers: list[str], evidence: list[str], threads: int, home: Path,
         for item in items:
             for (name, mode), engine in by_name.items():
                 t0 = time.perf_counter()
-                answer = engine.ask(item["question"], extractive=name == "extractive")
+                answer = engine.ask(item["question"], extractive=name.startswith("extractive"))
                 seconds = time.perf_counter() - t0
                 if answer.mode == "llm" and not answer.support and answer.found:
                     answer = replace(answer, support=check_support(answer.text, ()))

@@ -230,6 +230,37 @@ def test_a_withdrawn_answer_is_marked_on_stdout(env, monkeypatch, broken_server)
     assert "24 months" in rest and "36" not in rest
 
 
+def test_a_withdrawn_answer_leaves_a_terminal_screen(env, monkeypatch, broken_server):
+    """Seen by a newcomer: on a terminal the withdrawn model text stayed on the screen above
+    "[withdrawn]". There it is now a draft: the checked answer replaces it, and the reason
+    goes to stderr."""
+    import io
+
+    from rich.console import Console
+
+    import citewise.cli.ask as ask_cli
+
+    screen = io.StringIO()
+    monkeypatch.setattr(ask_cli, "console", Console(file=screen, force_terminal=True,
+                                                    width=100))
+    broken_server.mode = "wrong-number"
+    monkeypatch.setenv("CITEWISE_LLM_PROVIDER", "openai-compatible")
+    monkeypatch.setenv("CITEWISE_LLM_BASE_URL", broken_server.url)
+    monkeypatch.setenv("CITEWISE_LLM_MODEL", "broken")
+    (env / "kettle.md").write_text(
+        "# Model K2 kettle\n\nThe Model K2 kettle is covered by a warranty of 24 months from "
+        "the date of purchase.\n", encoding="utf-8")
+    assert run("ingest", str(env / "kettle.md")).exit_code == 0
+    result = run("ask", "How long is the warranty on the Model K2 kettle?")
+    assert result.exit_code == 0 and broken_server.requests == 1
+    raw = screen.getvalue()
+    assert "36 months" in raw  # the draft was shown while it streamed ...
+    after = raw.rpartition("\x1b[2K")[2]  # ... and what stays after the last line erased
+    assert "24 months" in after and "36 months" not in after and "Sources" in after, repr(raw)
+    assert "[withdrawn" not in raw
+    assert "withdrawn: the model's answer failed the support check" in result.stderr
+
+
 def test_an_unsupported_sentence_is_flagged_on_stdout_under_the_answer(env, monkeypatch,
                                                                       broken_server):
     """Regression: a sentence the support check rejected was flagged on stderr only, so the

@@ -98,6 +98,41 @@ class _StatusLine:
         self.enabled = False
 
 
+class _Draft:
+    """The model's words as they stream, in a transient rich ``Live`` area of a terminal's
+    stdout: a draft that a failed support check can take back off the screen (stdout that is
+    not a terminal cannot be unprinted; :func:`_stream_events` marks the withdrawal there)."""
+
+    def __init__(self, prefix: str) -> None:
+        from rich.live import Live
+        from rich.text import Text
+
+        self._text = Text
+        self._prefix = prefix
+        self._words: list[str] = []
+        self._live = Live(self._render(), console=console, transient=True,
+                          auto_refresh=False, vertical_overflow="visible")
+        self._live.start()
+
+    def _render(self) -> Any:
+        return self._text.from_markup(self._prefix) + self._text("".join(self._words))
+
+    def add(self, token: str) -> None:
+        """Show ``token`` after the words so far; returns None."""
+        self._words.append(token)
+        self._live.update(self._render(), refresh=True)
+
+    def clear(self) -> None:
+        """Take the words so far off the screen; returns None."""
+        self._words.clear()
+        self._live.update(self._render(), refresh=True)
+
+    def stop(self) -> None:
+        """Remove the draft from the screen (the checked answer is printed in its place);
+        returns None. Safe to call twice."""
+        self._live.stop()
+
+
 def _stream_answer(events: Iterable[Event], live: bool, prefix: str = "") -> Answer:
     """Print tokens as they come (when ``live``), after ``prefix`` (rich markup, printed when
     the answer starts), with each status on stderr before the first token; return the final
@@ -114,12 +149,17 @@ def _stream_events(events: Iterable[Event], live: bool, prefix: str = "") -> Ans
     answer: Answer | None = None
     wrote, started = False, False
     status = _StatusLine(live)
+    # on a terminal the streamed words are a draft the checked answer replaces
+    draft: _Draft | None = None
+    terminal = live and console.is_terminal
 
     def start() -> None:
-        nonlocal started
+        nonlocal started, draft
         if not started:
             status.stop()
-            if prefix:
+            if terminal:
+                draft = _Draft(prefix)
+            elif prefix:
                 console.print(prefix, end="")
             started = True
 
@@ -129,13 +169,20 @@ def _stream_events(events: Iterable[Event], live: bool, prefix: str = "") -> Ans
                 answer = event.answer
             elif live and isinstance(event, TokenEvent):
                 start()
-                console.out(event.content, end="", highlight=False)
+                if draft is not None:
+                    draft.add(event.content)
+                else:
+                    console.out(event.content, end="", highlight=False)
                 wrote = True
             elif live and isinstance(event, StatusEvent) and event.stage == "fallback":
-                if wrote:  # the text above cannot be unprinted: say on stdout it is withdrawn
+                if wrote and draft is not None:  # off the screen, and say why on stderr
+                    draft.clear()
+                    err_console.print("[yellow]withdrawn: the model's answer failed the "
+                                      "support check; the quoted evidence follows[/]")
+                elif wrote:  # piped text cannot be unprinted: say on stdout it is withdrawn
                     console.out("\n[withdrawn: the text above failed the support check; the "
                                 "quoted evidence follows]\n", highlight=False)
-                    wrote = False
+                wrote = False
                 status.stop()
                 err_console.print(f"[yellow]{escape(event.message)}[/]")
             elif live and isinstance(event, StatusEvent) and event.stage == "notice":
@@ -144,11 +191,18 @@ def _stream_events(events: Iterable[Event], live: bool, prefix: str = "") -> Ans
                 status.show(event.message)
     finally:
         status.stop()
+        if draft is not None:
+            draft.stop()
     if answer is None:
         return None
     if live:
-        start()
-        if not wrote:  # nothing streamed (not found, no documents)
+        # the checked answer in a terminal draft's place, or nothing streamed (not found, no
+        # documents)
+        if draft is not None or not started:
+            if prefix:
+                console.print(prefix, end="")
+            console.out(answer.text, end="", highlight=False)
+        elif not wrote:  # piped, and the streamed text was withdrawn with nothing after it
             console.out(answer.text, end="", highlight=False)
         console.out("")
     return answer
