@@ -116,24 +116,14 @@ def write_synthetic(store, texts: list[str], dim: int, per_doc: int = 100,  # ty
 
 
 def build_synthetic(path: Path, n: int, dim: int, model: str) -> SQLiteStore:
+    """The SQLite store at ``path`` holding ``n`` synthetic chunks (:func:`write_synthetic`
+    of :func:`text_passages`), built unless it already holds ``n``."""
     store = SQLiteStore(path)
     if store.info().chunks == n:
         return store
     store.clear()
     store.bind_model(model, dim)
-    rng = np.random.default_rng(0)
-    texts = text_passages(n)
-    per_doc = 100
-    for d in range(0, n, per_doc):
-        part = texts[d : d + per_doc]
-        doc = Document(id=f"doc{d}", path=f"synthetic/doc{d}.txt", source_path=f"synthetic:{d}",
-                       title=f"doc{d}", format="text", content_hash=str(d))
-        chunks = [Chunk(id=f"c{d + i}", document_id=doc.id, ordinal=i, text=t, source_text=t,
-                        char_start=0, char_end=len(t), content_hash=f"h{d + i}")
-                  for i, t in enumerate(part)]
-        vecs = rng.normal(size=(len(part), dim)).astype(np.float32)
-        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-        store.upsert_document(doc, chunks, vecs, [analyze(t) for t in part])
+    write_synthetic(store, text_passages(n), dim)
     return store
 
 

@@ -288,8 +288,8 @@ class Engine:
         asked = len(" ".join(question.split())) if isinstance(question, str) else 0
         question = clean_query(question, self.settings.max_query_chars)
         if self.store.info().chunks == 0:
-            yield DoneEvent(Answer(question, self._not_found(NO_DOCUMENTS, filters), (), False,
-                                   "none"))
+            yield DoneEvent(Answer(question, self._not_found(NO_DOCUMENTS, filters, question),
+                                   (), False, "none"))
             return
         if asked > self.settings.max_query_chars:  # a pasted page: say so, never cut silently
             yield StatusEvent(f"the question is {asked:,} characters long: only its last "
@@ -410,9 +410,11 @@ class Engine:
         return choose_checker(mode or self.settings.scan_checker, self.settings.llm_provider,
                               self.provider)
 
-    def _not_found(self, text: str, filters: Mapping[str, Any] | None = None) -> str:
-        """The not-found reply, naming files that could not be read (they may hold it)."""
-        return self.answers.not_found(text, filters)
+    def _not_found(self, text: str, filters: Mapping[str, Any] | None = None,
+                   question: str = "") -> str:
+        """The not-found reply in the question's language, naming files that could not be
+        read (they may hold it)."""
+        return self.answers.not_found(text, filters, question)
 
     def status(self) -> dict[str, Any]:
         info = self.store.info()

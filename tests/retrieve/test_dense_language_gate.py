@@ -86,11 +86,12 @@ def test_a_declined_question_in_a_language_the_index_lacks_names_the_multilingua
     answer = engine.ask("Сколько стоит доставка в Казань?", extractive=True)
     assert not answer.found and engine.settings.embedding_model == "minilm"
     # the setting's name, not the runtime's "minilm-int8" (a newcomer could not find it)
-    assert answer.text.startswith("The documents do not contain an answer")
+    # in the question's language (a newcomer's Russian question got an English reply)
+    assert answer.text.startswith("В документах нет ответа на этот вопрос.")
     assert answer.text.endswith(
-        "The question is in Russian, which the index holds little of, and the embedding "
-        "model (minilm) does not read it: to ask in another language than "
-        "the documents', set CITEWISE_EMBEDDING_MODEL=e5 and run citewise reindex.")
+        "Вопрос задан на русском языке: текстов на нём в индексе мало, а модель эмбеддингов "
+        "(minilm) его не понимает. Чтобы спрашивать не на языке документов, задайте "
+        "CITEWISE_EMBEDDING_MODEL=e5 и выполните citewise reindex.")
     # an English question declined over the same index gets no such hint
     english = engine.ask("How much does delivery to Kazan cost?", extractive=True)
     assert not english.found and "CITEWISE_EMBEDDING_MODEL" not in english.text

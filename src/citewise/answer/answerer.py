@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Protocol
 
+from citewise.text import messages
 from citewise.types import Citation, Event, Evidence, Hit
 
-NOT_FOUND = "The documents do not contain an answer to this question."
-NO_DOCUMENTS = "No documents are indexed yet: run `citewise ingest PATH` first."
+# every answerer's "not found" replies (the answer service translates them)
+NOT_FOUND = messages.NOT_FOUND
+NO_DOCUMENTS = messages.NO_DOCUMENTS
 
 
 class Answerer(Protocol):

@@ -51,6 +51,14 @@ from citewise.retrieve.retriever import (
 from citewise.store.base import Store
 from citewise.text.analysis import identifier_parts, tokenize
 from citewise.text.language import detect_language, language_name
+from citewise.text.messages import (
+    LANGUAGE_HINT,
+    MORE,
+    NOT_MENTIONED,
+    OR,
+    UNREADABLE,
+    translate,
+)
 from citewise.types import Answer, DoneEvent, Event, Evidence, StatusEvent
 
 log = logging.getLogger(__name__)
@@ -117,8 +125,8 @@ class AnswerService:
             missing = unknown_names(question, name_df)
             if missing:  # a thing no document names: no sentence can answer for it
                 reading.declined = self.not_found(
-                    f"{NOT_FOUND[:-1]}: no document mentions {_either(missing)}.", filters,
-                    question)
+                    NOT_MENTIONED, filters, question,
+                    names=_either(missing, detect_language(question)))
                 return reading
         # the term weights read every chunk of each evidence document: only for a question
         # that is not declined above
@@ -264,38 +272,41 @@ class AnswerService:
                     else None)
         return reported or self.settings.llm_context
 
-    def not_found(self, text: str, filters: Mapping[str, Any] | None = None,
-                  question: str = "") -> str:
-        """The not-found reply ``text``, naming files that could not be read (they may hold
-        the answer); with a ``collections`` filter, only files of those collections. For a
-        ``question`` in a language the index holds little of and the embedding model does not
-        read (a Russian question over English documents with ``minilm``), the reply says so
-        and names the multilingual model (:meth:`language_hint`)."""
-        text += self.language_hint(question)
+    def not_found(self, message: str, filters: Mapping[str, Any] | None = None,
+                  question: str = "", **params: object) -> str:
+        """The not-found reply ``message`` (one of :data:`~citewise.text.messages.MESSAGES`,
+        its fields filled from ``params``) in the question's language where citewise has a
+        catalog for it (Russian, Kazakh; else English), naming files that could not be read
+        (they may hold the answer); with a ``collections`` filter, only files of those
+        collections. For a ``question`` in a language the index holds little of and the
+        embedding model does not read (a Russian question over English documents with
+        ``minilm``), the reply says so and names the multilingual model
+        (:meth:`language_hint`)."""
+        language = detect_language(question) if question else ""
+        text = translate(message, language, **params) + self.language_hint(question)
         readable = (filters or {}).get("collections")
         failed = [d for d in self.store.documents() if d.status == "failed"
                   and (readable is None or d.collection in readable)]
         if not failed:
             return text
         names = "; ".join(f"{d.path} ({d.error})" for d in failed[:5])
-        more = f" and {len(failed) - 5} more" if len(failed) > 5 else ""
-        return f"{text} Some files could not be read and may hold the answer: {names}{more}."
+        more = translate(MORE, language, n=len(failed) - 5) if len(failed) > 5 else ""
+        return f"{text} {translate(UNREADABLE, language, names=names, more=more)}"
 
     def language_hint(self, question: str) -> str:
-        """The sentence 'The question is in Russian, ...' for a ``question`` whose language is
-        under :data:`~citewise.retrieve.retriever.ROUTING_MIN_SHARE` of the index and not one
-        the embedding model was trained on (a cross-language question only a multilingual
-        model can match); "" otherwise."""
+        """The sentence 'The question is in Russian, ...' (in the question's language where
+        there is a catalog) for a ``question`` whose language is under
+        :data:`~citewise.retrieve.retriever.ROUTING_MIN_SHARE` of the index and not one the
+        embedding model was trained on (a cross-language question only a multilingual model
+        can match); "" otherwise."""
         language = detect_language(question) if question else ""
         if not language or self.embedder.models_language(language):
             return ""
         counts = self.store.languages()
         if counts.get(language, 0) >= ROUTING_MIN_SHARE * sum(counts.values()):
             return ""
-        return (f" The question is in {language_name(language)}, which the index holds little "
-                f"of, and the embedding model ({self.settings.embedding_model}) does not read it: to ask "
-                "in another language than the documents', set CITEWISE_EMBEDDING_MODEL=e5 and "
-                "run citewise reindex.")
+        return " " + translate(LANGUAGE_HINT, language, language=language_name(language),
+                               model=self.settings.embedding_model)
 
 
 def _builder(question: str, count_tokens: Callable[[str], int], instructions: str,
@@ -325,10 +336,11 @@ def _reserve(question: str, style: str, max_tokens: int, passages: int,
     return max_tokens
 
 
-def _either(names: Sequence[str]) -> str:
-    """'"A"', '"A" or "B"', '"A", "B" or "C"'."""
+def _either(names: Sequence[str], language: str = "") -> str:
+    """'"A"', '"A" or "B"', '"A", "B" or "C"' ("or" in ``language``)."""
     quoted = [f'"{n}"' for n in names]
-    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+    return quoted[0] if len(quoted) == 1 else (
+        f"{', '.join(quoted[:-1])}{translate(OR, language)}{quoted[-1]}")
 
 
 def _count(n: int, noun: str) -> str:
