@@ -288,14 +288,23 @@ class Settings(BaseSettings):
     )
     llm_max_tokens: int = Field(400, ge=16, le=8192, description="Longest answer, in tokens.")
     llm_temperature: float = Field(0.0, ge=0.0, le=2.0)
-    answer_style: Literal["auto", "write", "pick", "pick-write"] = Field(
+    answer_style: Literal["auto", "quote", "write", "pick", "pick-write"] = Field(
         "auto",
-        description="How the LLM answers from sentence evidence: 'write' (it writes a cited "
-        "answer), 'pick' (it picks the passages that answer by number and they are quoted), "
-        "'pick-write' (it picks, then writes citing the picked passages only) or 'auto' "
-        "(pick-write for the bundled local model, write for any other provider); see "
+        description="How a question is answered from sentence evidence: 'quote' (the best "
+        "evidence sentences quoted, each cited; no model is loaded), 'write' (the LLM writes a "
+        "cited answer), 'pick' (it picks the passages that answer by number and they are "
+        "quoted), 'pick-write' (it picks, then writes citing the picked passages only) or "
+        "'auto' (quote for the bundled local model, whose written answers were never more "
+        "accurate than the quote and took 5-7 s more; write for any other provider); see "
         "citewise.answer.pick and docs/benchmarks.md.",
     )
+
+    def resolved_answer_style(self) -> str:
+        """``answer_style`` with ``auto`` resolved: ``quote`` for the bundled ``local``
+        provider, ``write`` for any other (``none`` quotes whatever the style)."""
+        if self.answer_style != "auto":
+            return self.answer_style
+        return "quote" if self.llm_provider.strip().lower() == "local" else "write"
     llm_threads: int = Field(
         2, ge=1, description="CPU threads of the local model (use 1 on a busy machine)."
     )

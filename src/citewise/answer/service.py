@@ -169,9 +169,12 @@ class AnswerService:
         """Yields the answer to ``question`` from a finished search: the ``read`` status with
         the real passage and file counts, then status and token events, then one DoneEvent (no
         hits: the DoneEvent alone). A declined question (:meth:`read`) gets the not-found
-        reply without a model call. The LLM answers unless ``extractive`` or the provider is
-        ``none`` (``answer_style``: write, pick or pick-write; pick needs sentence evidence);
-        a provider that cannot be opened gives the extractive answer with a ``fallback``
+        reply without a model call. The LLM answers unless ``extractive``, the provider is
+        ``none`` or the answer style (:meth:`Settings.resolved_answer_style
+        <citewise.config.Settings.resolved_answer_style>`) is ``quote`` with sentence evidence,
+        the bundled model's default (``answer_style``: write, pick or pick-write; pick needs
+        sentence evidence); then the evidence sentences are quoted and no model is opened. A
+        provider that cannot be opened gives the extractive answer with a ``fallback``
         status. ``history`` is the earlier (question, answer) turns, oldest first;
         ``prefer_document`` as in :meth:`read`; ``instructions`` (a client's own system
         message) are appended to the LLM's rules, never replacing them (the extractive answer
@@ -204,7 +207,9 @@ class AnswerService:
                                        document_idf=reading.document_idf)
 
         events: Iterator[Event] = extractive_events()
-        if not extractive and s.llm_provider.strip().lower() != "none":
+        # "quote" (the bundled model's default) answers without opening the model at all
+        quotes = sentences and s.resolved_answer_style() == "quote"
+        if not extractive and not quotes and s.llm_provider.strip().lower() != "none":
             try:
                 provider = yield from self.provider_stream()
             except CitewiseError as err:  # the provider cannot be opened: quote instead
@@ -229,9 +234,9 @@ class AnswerService:
         s = self.settings
         turns = history[-s.history_turns:] if s.history_turns else ()
         count = self.embedder.count_tokens
-        style = s.answer_style
-        if style == "auto":  # the small bundled model answers better when it picks first
-            style = "pick-write" if s.llm_provider.strip().lower() == "local" else "write"
+        style = s.resolved_answer_style()
+        if style == "quote":  # passage evidence: the model writes (quoting needs sentences)
+            style = "write"
         picks = style != "write" and sentences
         window = self.context_window(provider)
         try:
