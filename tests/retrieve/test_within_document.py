@@ -60,3 +60,34 @@ def test_contract_questions_get_the_clause_not_the_preamble(make_engine) -> None
         spans = [(s["file_path"].split("/", 1)[1], *s["span"]) for s in gold["snippets"]]
         assert any(h.document.path.endswith(name) and h.chunk.char_start < end
                    and start < h.chunk.char_end for h in hits for name, start, end in spans), q
+
+
+def test_the_words_that_ask_do_not_choose_the_chunk(make_engine, tmp_path) -> None:
+    """Regression: within one document the question's "how", "do" and "I" are rare, so their
+    IDF there outweighed the words asked about, and "How do I start the web chat server?"
+    took a chunk of questions over the chunk saying how the server starts."""
+    filler = ("Each answer cites its sources by number, and the sources open in a side panel "
+              "with the cited lines marked. ")
+    (tmp_path / "guide.md").write_text(
+        "# Web chat guide\n\n"
+        "## Questions people ask\n\n"
+        "How do I start a new chat? How do I stop the web chat server when I am done? How do "
+        "I rename a chat I made? I do it from the header. " + filler * 6 + "\n\n"
+        "## Running the server\n\n"
+        "The command citewise serve starts the web chat server on port 8765; open the page "
+        "in a browser once it is running. " + filler * 6 + "\n\n"
+        "## Themes\n\n"
+        "The page follows the system's light or dark theme. " + filler * 6 + "\n",
+        encoding="utf-8")
+    # another document asks "how do I" too, so those words are not this guide's own
+    (tmp_path / "printer.md").write_text(
+        "# Printer help\n\nHow do I print on both sides? I do it from the print dialog. How "
+        "do I start the printer server after a power cut? Start it with the power button; the "
+        "server starts in a minute. How do I clean the print head? I use the cleaning page.\n",
+        encoding="utf-8")
+    engine = make_engine(min_score=0.0)
+    engine.ingest([tmp_path / "guide.md", tmp_path / "printer.md"])
+    hits = engine.search("How do I start the web chat server?", top_k=2, per_file=1,
+                         filters={"paths": ["*guide.md"]}).hits
+    assert hits and "citewise serve starts the web chat server" in hits[0].chunk.text, [
+        h.chunk.text[:60] for h in hits]

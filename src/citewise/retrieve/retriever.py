@@ -457,7 +457,11 @@ class Retriever:
                 order.setdefault(hit.chunk.document_id, []).append(hit)
         selected: list[Hit] = []
         focus = question_clause(query)
-        terms = tokenize(focus, detect_language(query))  # the question's stemmer, not the clause's
+        # the question's stemmer, not the clause's; without the words that ask ("how", "do",
+        # "I"): within one document they are rare, so their IDF there outweighed every word
+        # the question asks about (seen: "How do I start the web chat server?")
+        language = detect_language(query)
+        terms = content_terms(focus, language) or tokenize(focus, language)
         # the asking clause's embedding (the question's own when the clause is all of it) and
         # the collection frequencies of its terms: the same for every document, read once
         focus_vec = query_vec
