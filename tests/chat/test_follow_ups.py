@@ -180,3 +180,76 @@ def test_a_follow_up_rewritten_by_the_bundled_model_finds_its_answer(make_agent,
     assert call["query"] != f"{first} What about a service?"  # the model's, not the rule's
     assert "service" in call["query"].casefold()
     assert "90 days" in events[-1].answer.text
+
+
+KETTLE_MD = """\
+# Kettle manual
+
+## Descaling
+
+Descale the kettle every four weeks with citric acid.
+
+## Safety
+
+Never open the lid while the water boils.
+"""
+
+
+def _read_call(events: list) -> dict | None:
+    calls = [e.input for e in events if isinstance(e, ToolCallEvent) and e.tool == "read_document"]
+    return calls[0] if calls else None
+
+
+def test_a_follow_up_pointing_back_reads_the_document_the_last_answer_cited(make_agent, docs):
+    """'List its sections' after an answer from terms.md reads terms.md whole (a pronoun
+    named no document, so it was searched across every file)."""
+    (docs / "kettle.md").write_text(KETTLE_MD, encoding="utf-8")
+    agent = make_agent()
+    agent.engine.ingest([docs])
+    first = "How long is the warranty for a product?"
+    chat_id = agent.start(first)
+    events = list(agent.run(chat_id, first, extractive=True))
+    assert "24 months" in events[-1].answer.text
+    assert _read_call(events) is None
+
+    events = list(agent.run(chat_id, "List its sections", extractive=True))
+    call = _read_call(events)
+    assert call is not None and call["pinned"] and call["task"] == "sections"
+    assert [Path(p).name for p in call["documents"]] == ["terms.md"]
+    statuses = [e.message for e in events if getattr(e, "stage", None) == "document"]
+    assert statuses and "terms.md" in statuses[0] and "last answer cited" in statuses[0]
+    answer = events[-1].answer
+    assert isinstance(events[-1], DoneEvent)
+    assert "Products" in answer.text and "Services" in answer.text
+    assert "Descaling" not in answer.text
+
+    # a question naming its document is not pointed back, whatever the last answer cited
+    events = list(agent.run(chat_id, "List the sections of kettle.md", extractive=True))
+    call = _read_call(events)
+    assert call is not None and [Path(p).name for p in call["documents"]] == ["kettle.md"]
+
+
+def test_pointing_back_at_an_answer_that_cited_several_documents_asks_which(make_agent, docs):
+    (docs / "kettle.md").write_text(KETTLE_MD, encoding="utf-8")
+    agent = make_agent()
+    agent.engine.ingest([docs])
+    by_name = {Path(d.path).name: d for d in agent.engine.store.documents()}
+    chat_id = agent.start("What do the documents say?")
+    agent.sessions.add_message(chat_id, "user", "What do the documents say?")
+    sources = [{"n": 1, "document_id": by_name["kettle.md"].id, "path": by_name["kettle.md"].path},
+               {"n": 2, "document_id": by_name["terms.md"].id, "path": by_name["terms.md"].path}]
+    agent.sessions.add_message(chat_id, "assistant", "Descale it [1]. It lasts 24 months [2].",
+                               sources=sources)
+    events = list(agent.run(chat_id, "Summarize it", extractive=True))
+    assert _read_call(events) is None and isinstance(events[-1], DoneEvent)
+    reply = events[-1].answer
+    assert not reply.found and "kettle.md" in reply.text and "terms.md" in reply.text
+    assert reply.text.index("kettle.md") < reply.text.index("terms.md")  # cited first, first
+
+
+def test_pointing_back_with_no_earlier_answer_is_an_ordinary_question(make_agent):
+    agent = make_agent()
+    chat_id = agent.start("Summarize it")
+    events = list(agent.run(chat_id, "Summarize it", extractive=True))
+    assert _read_call(events) is None
+    assert any(isinstance(e, ToolCallEvent) and e.tool == "search" for e in events)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import re
 import threading
 import time
 from collections.abc import Generator, Iterator, Mapping, Sequence
@@ -35,6 +36,7 @@ from typing import Any
 
 from citewise.answer.answerer import NOT_FOUND
 from citewise.answer.providers import ChatProvider
+from citewise.answer.wholedoc import detect_task, named_documents
 from citewise.chat.intent import Intent, classify, small_talk_reply
 from citewise.chat.planner import Directive, Plan, make_planner, plans_with_llm
 from citewise.chat.sessions import (
@@ -107,6 +109,30 @@ def _hit_dict(h: Hit) -> dict[str, Any]:
         "section": list(chunk.section) if chunk else [],
         "relevance": h.relevance if h.relevance is not None else h.score,
     }
+
+
+#: a question that points back at a document instead of naming it: "summarize it", "list its
+#: sections", "what is this document about", "the first sentence of that file"
+_POINTS_BACK = re.compile(
+    r"\b(?:it|its|(?:this|that|the\s+same)(?:\s+(?:document|doc|file|page|one|contract|"
+    r"article|text))?)\b", re.IGNORECASE)
+#: a citation mark in a saved answer, "[2]" (the first of "[2, 3]" too)
+_CITED = re.compile(r"\[(\d{1,3})\b")
+
+
+def cited_documents(answer: str, sources: Sequence[Any]) -> list[dict[str, Any]]:
+    """The documents a saved answer cites, in the order its text first cites them: each
+    ``{"document_id", "path"}`` from ``sources`` (the answer's citations as saved, see
+    :func:`citation_dict`); the documents of all ``sources`` when the text cites none."""
+    by_n = {c.get("n"): c for c in sources if isinstance(c, dict)}
+    order = [by_n[int(n)] for n in _CITED.findall(answer) if int(n) in by_n] or [
+        c for c in sources if isinstance(c, dict)]
+    out: dict[str, dict[str, Any]] = {}
+    for c in order:
+        if c.get("document_id"):
+            out.setdefault(c["document_id"], {"document_id": c["document_id"],
+                                              "path": c.get("path", "")})
+    return list(out.values())
 
 
 class Agent:
@@ -209,6 +235,26 @@ class Agent:
                 return
             history = self.history(chat_id, before=user_id)
             provider: ChatProvider | None = None
+            if not documents and intent is Intent.QUESTION:
+                back = self._document_pointed_at(chat_id, user_id, query, filters)
+                if isinstance(back, str):  # several documents it could mean: ask which
+                    finished = True
+                    yield self._save_done(chat_id, Answer(query, back, (), False, "none"), t0)
+                    return
+                if back is not None:  # "summarize it": the document the last answer cited
+                    yield StatusEvent(f"reading {back['path']} (the document the last answer "
+                                      "cited)", stage="document")
+                    inner = self._search(query, history.for_prompt(), top_k=top_k, mode=mode,
+                                         filters=filters, extractive=extractive,
+                                         documents=[back["document_id"]])
+                    for event in inner:
+                        if isinstance(event, TokenEvent):
+                            pieces.append(event.content)
+                        elif isinstance(event, DoneEvent):
+                            finished = True
+                            event = self._save_done(chat_id, event.answer, t0)
+                        yield event
+                    return
             if intent is Intent.SCAN:
                 assert attachment is not None
                 plan = Plan(Directive.SCAN, attachment,
@@ -266,6 +312,35 @@ class Agent:
             if not finished:
                 self.sessions.add_message(chat_id, "assistant", "".join(pieces),
                                           status="interrupted")
+
+    def _document_pointed_at(self, chat_id: str, before: int, query: str,
+                             filters: Mapping[str, Any] | None
+                             ) -> dict[str, Any] | str | None:
+        """For a whole-document question that points back instead of naming a document
+        ("summarize it", "list its sections", "what is this file about"): the document the
+        chat's last answer cited (``{"document_id", "path"}``), when it cited one that the
+        question may still read; a reply naming the candidates when it cited several; None
+        for any other question (a named document, no task, no earlier answer with sources)."""
+        if detect_task(query) is None or not _POINTS_BACK.search(query):
+            return None
+        readable = {d.id: d for d in self.engine.readable_documents(filters)
+                    if d.status != "failed"}
+        if named_documents(query, list(readable.values())):
+            return None
+        earlier = [m for m in self.sessions.messages(chat_id)
+                   if m.id < before and m.role == "assistant" and m.sources]
+        if not earlier:
+            return None
+        docs = [d for d in cited_documents(earlier[-1].content, earlier[-1].sources)
+                if d["document_id"] in readable]
+        if len(docs) == 1:
+            return docs[0]
+        if not docs:
+            return None
+        names = " or ".join(f'"{d["path"]}"' for d in docs[:5])
+        return (f"The last answer cited several documents, so \"{query.strip()}\" could mean "
+                f"{names}: name the one you mean, for example \"{query.strip()} "
+                f"({docs[0]['path']})\".")
 
     def _save_done(self, chat_id: str, answer: Answer, t0: float,
                    results: dict[str, Any] | None = None) -> DoneEvent:
