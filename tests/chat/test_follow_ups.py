@@ -253,3 +253,39 @@ def test_pointing_back_with_no_earlier_answer_is_an_ordinary_question(make_agent
     events = list(agent.run(chat_id, "Summarize it", extractive=True))
     assert _read_call(events) is None
     assert any(isinstance(e, ToolCallEvent) and e.tool == "search" for e in events)
+
+
+@pytest.mark.parametrize(("rewrite", "follow_up", "earlier", "usable"), [
+    # seen from the bundled 1.5B model on benchmarks/followups.py: answers, not rewrites
+    (("Setting: min_score; Environment variable: CITEWISE_MIN_SCORE; Default: 0.5; Meaning: "
+     "Minimum score for a source"), "And the default min_score?", "What is the default top_k?",
+     False),
+    (("Command: citewise migrate --from SRC --to DST; What it does: Copy an index to another "
+     "store"), "Which pgvector version does it need?",
+     "Can citewise store its index in PostgreSQL?", False),
+    ("Yes, e-mail files can be ingested by Citewise.", "Does that include e-mail?",
+     "Which file formats can citewise ingest?", False),
+    # and rewrites it made
+    ("Can chats be saved in PostgreSQL instead?", "Can they go to PostgreSQL instead?",
+     "Where are chats saved?", True),
+    ("What is the default min_score?", "And the default min_score?",
+     "What is the default top_k?", True),
+    ("Summarize the warranty terms", "Summarize them", "What do the warranty terms say?", True),
+    ("", "And Ollama?", "How do I use OpenAI?", False),
+])
+def test_a_rewrite_must_restate_the_users_words(rewrite, follow_up, earlier, usable) -> None:
+    from citewise.chat.sessions import usable_rewrite
+
+    assert usable_rewrite(rewrite, follow_up, [earlier]) is usable
+
+
+def test_an_answer_in_place_of_a_rewrite_falls_back_to_the_rule(broken_server) -> None:
+    """A model that answers instead of rewriting ("The Model K2 kettle is covered by a
+    warranty of 36 months ...") must not become the search query: the rule's rewrite does."""
+    broken_server.mode = "wrong-number"
+    provider = OpenAICompatible("openai-compatible", broken_server.url, "broken", None, 30.0)
+    first = "How long is the warranty for a product?"
+    rewritten = rewrite_with_llm(provider, "What about a service?", [(first, "24 months [1].")],
+                                 first)
+    assert broken_server.requests == 1
+    assert rewritten == f"{first} What about a service?"

@@ -68,6 +68,7 @@ from citewise.chat import schema
 from citewise.config import sqlalchemy_url
 from citewise.errors import ProviderError
 from citewise.store.migrations import run_migrations
+from citewise.text.analysis import content_terms
 
 Turn = tuple[str, str]  # (question, answer)
 CountTokens = Callable[[str], int]
@@ -597,10 +598,34 @@ REWRITE_PROMPT = (
 )
 
 
+#: the least share of a rewrite's content terms that the user typed in this conversation
+REWRITE_OWN_WORDS = 0.6
+
+
+def usable_rewrite(text: str, query: str, questions: Sequence[str]) -> bool:
+    """Whether ``text``, a model's rewrite of the follow-up ``query``, is a rewrite: at least
+    :data:`REWRITE_OWN_WORDS` of its content terms are words of ``query`` or of the earlier
+    ``questions`` (a rewrite restates what the user asked; the bundled 1.5B model often
+    answered instead, copying a settings row with a made-up default: "Setting: min_score;
+    ... Default: 0.5", which was then searched), it keeps a content term of ``query`` when
+    ``query`` has one, and it is a question when ``query`` is one (ends with "?"). Measured
+    on benchmarks/followups.py (docs/benchmarks.md)."""
+    terms = content_terms(text)
+    if not terms:
+        return False
+    own = set(content_terms(" ".join([*questions, query])))
+    asked = set(content_terms(query))
+    if sum(t in own for t in terms) < REWRITE_OWN_WORDS * len(terms):
+        return False
+    if asked and not asked & set(terms):
+        return False
+    return not query.rstrip().endswith("?") or text.rstrip().endswith("?")
+
+
 def rewrite_with_llm(provider: ChatProvider, query: str, turns: Sequence[Turn],
                      last_query: str, max_tokens: int = 64) -> str:
     """The follow-up rewritten by ``provider``; the rule's rewrite when the provider fails
-    or returns nothing usable."""
+    or returns nothing usable (:func:`usable_rewrite`)."""
     lines = []
     for q, a in turns[-3:]:
         lines += [f"User: {q}", f"Assistant: {_first_sentence(a, 300)}"]
@@ -613,9 +638,11 @@ def rewrite_with_llm(provider: ChatProvider, query: str, turns: Sequence[Turn],
     except ProviderError:
         return rewrite_follow_up(query, last_query)
     text = " ".join(text.split()).strip("\"'` ")
-    return text if _WORD.search(text) else rewrite_follow_up(query, last_query)
+    questions = [q for q, _ in turns[-3:]] + [last_query]
+    return (text if usable_rewrite(text, query, questions)
+            else rewrite_follow_up(query, last_query))
 
 
 __all__ = ["ChatInfo", "Feedback", "History", "MessageInfo", "PendingAction", "SessionStore",
            "is_follow_up", "llm_summariser", "migrate", "rewrite_follow_up",
-           "rewrite_with_llm", "rule_summary"]
+           "rewrite_with_llm", "rule_summary", "usable_rewrite"]
