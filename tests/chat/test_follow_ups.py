@@ -155,6 +155,12 @@ def test_the_bundled_model_rewrites_a_follow_up_into_a_standalone_question(defau
     assert "service" in words and "warranty" in words, rewritten
     assert rewritten != "How long is the warranty for a product? What about a service?"
     assert len(rewritten) < 160
+    # a rewrite, not an answer: this test once passed on "The service warranty lasts 1 year
+    # [2]." (made up; the terms say 90 days), which was then searched
+    from citewise.chat.sessions import usable_rewrite
+
+    assert usable_rewrite(rewritten, "What about a service?", [turns[0][0]]), rewritten
+    assert not any(ch.isdigit() for ch in rewritten), rewritten
 
 
 def test_the_bundled_model_folds_old_turns_into_a_summary(default_provider):

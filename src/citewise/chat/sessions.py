@@ -593,8 +593,9 @@ def rewrite_follow_up(query: str, last_query: str) -> str:
 
 
 REWRITE_PROMPT = (
-    "Rewrite the user's last message as one standalone question that can be understood "
-    "without the conversation. Reply with the question only."
+    "You rewrite questions and never answer them. Rewrite the user's last message as one "
+    "standalone question that can be understood without the conversation, keeping its "
+    "meaning. Reply with the rewritten question only."
 )
 
 
@@ -626,10 +627,14 @@ def rewrite_with_llm(provider: ChatProvider, query: str, turns: Sequence[Turn],
                      last_query: str, max_tokens: int = 64) -> str:
     """The follow-up rewritten by ``provider``; the rule's rewrite when the provider fails
     or returns nothing usable (:func:`usable_rewrite`)."""
-    lines = []
+    # the conversation, then the task restated after it: asked only "User (last message):
+    # ...", the bundled 1.5B model answered 8 of 24 follow-ups instead of rewriting them
+    # (benchmarks/followups.py)
+    lines = ["Conversation:"]
     for q, a in turns[-3:]:
         lines += [f"User: {q}", f"Assistant: {_first_sentence(a, 300)}"]
-    lines.append(f"User (last message): {query}")
+    lines += ["", f"Last message: {query}",
+              "Rewrite the last message as a standalone question."]
     try:
         text = "".join(provider.stream(
             [{"role": "system", "content": REWRITE_PROMPT},
