@@ -12,8 +12,8 @@ from types import ModuleType
 
 import pytest
 
-from citewise.scan.playbook import Severity
 from citewise.scan.checks import Verdict
+from citewise.scan.playbook import Severity
 from citewise.scan.scanner import Flag
 from citewise.types import Citation
 
