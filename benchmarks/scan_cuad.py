@@ -5,7 +5,8 @@ tune the classifier; see :mod:`citewise.eval.cuad`) the real scanner runs end to
 into a fresh index, classify, check) with the playbook, and for each rule's clause type:
 
 * the scanner *predicts* the type when its flag cites a clause it found with confidence
-  (score at or above the type's threshold: the flags that can say compliant or deviates);
+  (score at or above the type's threshold and not a bare heading: the flags that can say
+  compliant or deviates; :func:`found_with_confidence`);
 * a prediction is *correct* when the cited span shares a character with an annotated clause
   of that type in the contract;
 * precision = correct / predicted; recall = correct / contracts annotated with the type;
@@ -34,12 +35,27 @@ from citewise.config import Settings
 from citewise.engine import Engine
 from citewise.eval.cuad import load_contracts, overlaps
 from citewise.ingest.parsers.base import parser_for
+from citewise.scan.classify import is_bare_heading
 from citewise.scan.playbook import load_playbook
+from citewise.scan.scanner import Flag
 from citewise.types import Document
 
 
 def _ratio(a: int, b: int) -> float | None:
     return round(a / b, 3) if b else None
+
+
+def found_with_confidence(flag: Flag, text: str) -> bool:
+    """Whether ``flag`` cites a clause found with confidence, one that may be judged
+    compliant or deviating: a citation whose score reaches the type's threshold and whose span
+    of ``text`` (the contract's extracted text) is not a bare heading. A heading-only flag
+    carries the heading's score, which can reach the threshold, but its verdict is always
+    ``needs review``; counting it made the end-to-end measure differ from the calibration's
+    best-unit rule, which never cites a bare heading."""
+    x = flag.citation
+    return (x is not None and flag.score is not None and flag.threshold is not None
+            and flag.score >= flag.threshold
+            and not is_bare_heading(text[x.char_start:x.char_end]))
 
 
 def evaluate(cuad: Path, split: str = "eval", limit: int = 0, playbook: str = "default",
@@ -74,13 +90,13 @@ def evaluate(cuad: Path, split: str = "eval", limit: int = 0, playbook: str = "d
             if any(lab.unit.text != contract.text()[lab.unit.start:lab.unit.end]
                    for lab in report.clauses):
                 shifted += 1  # parsed offsets differ from the file's: spans would be off
+            text = contract.text()  # the offsets index it (checked just above)
             for t in types:
                 gold = contract.spans.get(t, [])
                 flags = [f for f in report.flags if f.clause_type == t]
                 every = [f.citation for f in flags if f.citation is not None]
-                cited = [f.citation for f in flags if f.citation is not None
-                         and f.score is not None and f.threshold is not None
-                         and f.score >= f.threshold]
+                cited = [f.citation for f in flags
+                         if f.citation is not None and found_with_confidence(f, text)]
                 c = counts[t]
                 c["gold"] += bool(gold)
                 c["predicted"] += bool(cited)
