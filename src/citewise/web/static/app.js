@@ -20,7 +20,8 @@ const ui = {
   viewerText: $("viewer-text"), viewerPage: $("viewer-page"), adminKey: $("admin-key"), search: $("chat-search"),
   rename: $("rename"), theme: $("theme"), exportFeedback: $("export-feedback"), jump: $("jump"),
   sourcesNote: $("sources-note"), scope: $("scope"), scopeName: $("scope-name"),
-  scopeClear: $("scope-clear"), dropZone: $("drop-zone"),
+  scopeClear: $("scope-clear"), dropZone: $("drop-zone"), filterPaths: $("filter-paths"),
+  filterCollection: $("filter-collection"), filterLanguage: $("filter-language"),
 };
 
 // follow: keep the newest text in view while it streams (off once the reader scrolls up)
@@ -776,6 +777,20 @@ function editQuestion(turn) {
   });
 }
 
+/** The "Search only in…" fields as the chat request's filters (paths, collections,
+ * language), or null when all are empty; the server checks them (a bad glob is a 422). */
+function chatFilters() {
+  const split = (text) => text.split(",").map((part) => part.trim()).filter(Boolean);
+  const filters = {};
+  const paths = split(ui.filterPaths.value);
+  if (paths.length) filters.paths = paths;
+  const collections = split(ui.filterCollection.value);
+  if (collections.length) filters.collections = collections;
+  const language = ui.filterLanguage.value.trim().toLowerCase();
+  if (language) filters.language = language;
+  return Object.keys(filters).length ? filters : null;
+}
+
 async function ask(query, extra = {}) {
   clearError();
   if (!query.trim()) {
@@ -790,6 +805,8 @@ async function ask(query, extra = {}) {
   // a pinned document: "summarize it" and "list its sections" read it whole; any other
   // question is searched in it only
   const scoped = state.scope && !extra.attachment ? { documents: [state.scope.id] } : {};
+  const filters = chatFilters();
+  if (filters && !extra.attachment) scoped.filters = filters;
   await runTurn(msg, (onEvent, signal) => api.stream(
     { query, conversation_id: state.chatId, ...scoped, ...extra }, onEvent, signal));
 }
