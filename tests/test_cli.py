@@ -280,3 +280,21 @@ def test_an_unsupported_sentence_is_flagged_on_stdout_under_the_answer(env, monk
     flagged, _, sources = rest.partition("Sources")
     assert "Penguins migrate north every winter" in flagged and "24 months" not in flagged
     assert "kettle.md" in sources
+
+
+def test_a_path_filter_that_matches_no_document_says_so(env, tmp_path):
+    """Found by a newcomer: ``--path '/abs/folder/*'`` matched no stored path (they are
+    relative, 'bad/good.md') and the reply blamed the documents and the failed files."""
+    folder = tmp_path / "bad"
+    folder.mkdir()
+    (folder / "good.md").write_text("# Office\n\nThe office is closed on 24 December.\n",
+                                    encoding="utf-8")
+    (folder / "empty.md").write_text("", encoding="utf-8")
+    assert run("ingest", str(folder)).exit_code == 0
+    result = run("ask", "When is the office closed?", "--path", f"{folder}/*")
+    assert result.exit_code == 0
+    assert "No indexed document matches the question's path or metadata filters" in result.stdout
+    assert "'bad/" in result.stdout and "could not be read" not in result.stdout
+    # the stored path's glob finds it
+    result = run("ask", "When is the office closed?", "--path", "bad/*")
+    assert "24 December" in result.stdout

@@ -49,11 +49,13 @@ from citewise.retrieve.retriever import (
     clean_query,
 )
 from citewise.store.base import Store
+from citewise.store.scope import scoped_document_ids
 from citewise.text.analysis import identifier_parts, tokenize
 from citewise.text.language import detect_language, language_name
 from citewise.text.messages import (
     LANGUAGE_HINT,
     MORE,
+    NO_MATCH,
     NOT_MENTIONED,
     OR,
     UNREADABLE,
@@ -288,6 +290,11 @@ class AnswerService:
         ``minilm``), the reply says so and names the multilingual model
         (:meth:`language_hint`)."""
         language = detect_language(question) if question else ""
+        if message == NOT_FOUND and scoped_document_ids(self.store, filters) == []:
+            # the filters left nothing to search: say so, not "the documents do not say"
+            # (seen: --path '/tmp/x/*' against stored paths such as 'x/good.md')
+            example = next((d.path for d in self.store.documents()), "")
+            return translate(NO_MATCH, language, example=f"'{example}'")
         text = translate(message, language, **params) + self.language_hint(question)
         readable = (filters or {}).get("collections")
         failed = [d for d in self.store.documents() if d.status == "failed"

@@ -22,13 +22,17 @@ NO_DOCUMENTS = "No documents are indexed yet: run `citewise ingest PATH` first."
 UNREADABLE = "Some files could not be read and may hold the answer: {names}{more}."
 MORE = " and {n} more"
 OR = " or "
+NO_MATCH = ("No indexed document matches the question's path or metadata filters, so nothing "
+            "was searched. Stored paths look like {example}: a --path glob matches them, not "
+            "the folder you ingested from.")
 LANGUAGE_HINT = (
     "The question is in {language}, which the index holds little of, and the embedding model "
     "({model}) does not read it: to ask in another language than the documents', set "
     "CITEWISE_EMBEDDING_MODEL=e5 and run citewise reindex.")
 
 #: every message id with translations; the catalogs' test checks each of them
-MESSAGES = (NOT_FOUND, NOT_MENTIONED, NO_DOCUMENTS, UNREADABLE, MORE, OR, LANGUAGE_HINT)
+MESSAGES = (NOT_FOUND, NOT_MENTIONED, NO_DOCUMENTS, UNREADABLE, MORE, OR, LANGUAGE_HINT,
+            NO_MATCH)
 
 
 @lru_cache(maxsize=16)
@@ -46,4 +50,4 @@ def translate(message: str, lang: str | None = "", /, **params: object) -> str:
 
 
 __all__ = ["LANGUAGE_HINT", "LOCALE_DIR", "MESSAGES", "MORE", "NOT_FOUND", "NOT_MENTIONED",
-           "NO_DOCUMENTS", "OR", "UNREADABLE", "translate"]
+           "NO_DOCUMENTS", "NO_MATCH", "OR", "UNREADABLE", "translate"]
