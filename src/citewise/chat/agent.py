@@ -247,46 +247,39 @@ class Agent:
                     inner = self._search(query, history.for_prompt(), top_k=top_k, mode=mode,
                                          filters=filters, extractive=extractive,
                                          documents=[back["document_id"]])
-                    for event in inner:
-                        if isinstance(event, TokenEvent):
-                            pieces.append(event.content)
-                        elif isinstance(event, DoneEvent):
-                            finished = True
-                            event = self._save_done(chat_id, event.answer, t0)
-                        yield event
-                    return
-            if intent is Intent.SCAN:
-                assert attachment is not None
-                plan = Plan(Directive.SCAN, attachment,
-                            ("A document is attached: check it against the playbook.",))
-                yield ThinkingEvent(plan.thoughts[0])
-            else:
-                s = self.settings
-                # the provider is opened only when planning calls it (a follow-up, or the LLM
-                # planner); a plain question goes to the search at once
-                if s.llm_provider.strip().lower() != "none" and (
-                        plans_with_llm(s.planner, s.llm_provider, query, history)
-                        or is_follow_up(query, history.last_query)):
-                    provider = yield from self._provider_stream()
-                planner = make_planner(s.planner, provider, query, history, s.llm_provider)
-                plan = yield from planner.run(query, history, context_hint)
-            if plan.rewritten:
-                self.sessions.update_message(user_id, search_query=plan.argument)
-            if plan.directive is Directive.INGEST:
-                inner = self._propose_ingest(chat_id, query, plan.argument, may_write)
-            elif plan.directive is Directive.SCAN:
-                # a scan only reads; the chat UI's approval prompt for an attachment is kept
-                # for callers who can approve it
-                inner = self._scan(chat_id, query, plan.argument,
-                                   propose=attachment is not None and may_write, filters=filters)
-            elif plan.directive is Directive.ANSWER and provider is not None:
-                inner = self._answer_from_history(query, history, provider)
-            else:
-                search_query = plan.argument if plan.directive is Directive.SEARCH else query
-                inner = self._search(search_query, history.for_prompt(), top_k=top_k,
-                                     mode=mode, filters=filters, extractive=extractive,
-                                     page=page, documents=documents,
-                                     lexical=query if plan.rewritten else "")
+            if inner is None:  # not read above: plan, then act
+                if intent is Intent.SCAN:
+                    assert attachment is not None
+                    plan = Plan(Directive.SCAN, attachment,
+                                ("A document is attached: check it against the playbook.",))
+                    yield ThinkingEvent(plan.thoughts[0])
+                else:
+                    s = self.settings
+                    # the provider is opened only when planning calls it (a follow-up, or the LLM
+                    # planner); a plain question goes to the search at once
+                    if s.llm_provider.strip().lower() != "none" and (
+                            plans_with_llm(s.planner, s.llm_provider, query, history)
+                            or is_follow_up(query, history.last_query)):
+                        provider = yield from self._provider_stream()
+                    planner = make_planner(s.planner, provider, query, history, s.llm_provider)
+                    plan = yield from planner.run(query, history, context_hint)
+                if plan.rewritten:
+                    self.sessions.update_message(user_id, search_query=plan.argument)
+                if plan.directive is Directive.INGEST:
+                    inner = self._propose_ingest(chat_id, query, plan.argument, may_write)
+                elif plan.directive is Directive.SCAN:
+                    # a scan only reads; the chat UI's approval prompt for an attachment is kept
+                    # for callers who can approve it
+                    inner = self._scan(chat_id, query, plan.argument,
+                                       propose=attachment is not None and may_write, filters=filters)
+                elif plan.directive is Directive.ANSWER and provider is not None:
+                    inner = self._answer_from_history(query, history, provider)
+                else:
+                    search_query = plan.argument if plan.directive is Directive.SEARCH else query
+                    inner = self._search(search_query, history.for_prompt(), top_k=top_k,
+                                         mode=mode, filters=filters, extractive=extractive,
+                                         page=page, documents=documents,
+                                         lexical=query if plan.rewritten else "")
             for event in inner:
                 if isinstance(event, TokenEvent):
                     pieces.append(event.content)
