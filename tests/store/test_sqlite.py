@@ -103,7 +103,7 @@ def test_migrations_are_recorded_and_idempotent(tmp_path):
     SQLiteStore(path).close()
     SQLiteStore(path).close()
     db = sqlite3.connect(path)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == 4  # m001 ... m004
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 5  # m001 ... m005
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
@@ -119,7 +119,7 @@ def test_m002_puts_the_documents_of_an_older_index_in_the_default_collection(tmp
     db.close()
     store = SQLiteStore(path)
     assert [(d.id, d.collection) for d in store.documents()] == [("d", "default")]
-    assert store.db.execute("PRAGMA user_version").fetchone()[0] == 4  # m002, m003, m004
+    assert store.db.execute("PRAGMA user_version").fetchone()[0] == 5  # m002 ... m005
 
 
 def test_reader_sees_old_or_new_version_while_writer_replaces(tmp_path):

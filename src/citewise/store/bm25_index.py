@@ -120,6 +120,139 @@ class BM25Index:
             avgdl=float(length_array.sum()) / n if n else 0.0,
         )
 
+    def caught_up(self, generation: int, removed: np.ndarray,
+                  added: Iterable[tuple[int, str, int]]) -> BM25Index:
+        """The index of a later state of the same store, made from this one's arrays (which
+        are not changed; they may be memory-mapped) instead of from every chunk row.
+
+        ``removed``: int64 row keys (any order, repeats allowed) of every chunk deleted or
+        replaced since this index's state; keys this index does not hold are ignored.
+        ``added``: ``(row key, analysed terms, n_terms)`` of every chunk of the later state
+        that this index does not hold after ``removed`` is taken out, in strictly ascending
+        row-key order, the terms space-separated as the store keeps them. Only these rows'
+        terms are read: the cost is one pass over the postings (dropping the removed chunks'
+        and renumbering positions, when any was removed) plus the added chunks' tokens.
+
+        The result's postings are those :meth:`build` makes from the later state's rows, term
+        by term (chunk positions ascending, the same counts and lengths, so :meth:`scores`
+        and :meth:`top` give the same floats, bit for bit); the vocabulary keeps every term
+        of this index in its column, a term no chunk holds any more keeps an empty column,
+        and new terms are appended. Raises ValueError when ``added`` is not strictly
+        ascending or holds a row key the index still holds (the caller then rebuilds)."""
+        n = self.size
+        removed = np.unique(np.asarray(removed, dtype=np.int64))
+        drop = self.positions_of(removed)
+        keep: np.ndarray | None = None
+        if drop.size:
+            keep = np.ones(n, dtype=bool)
+            keep[drop] = False
+        kept_rowids = self.rowids if keep is None else self.rowids[keep]
+        kept_lengths = self.lengths if keep is None else self.lengths[keep]
+        n_kept = int(kept_rowids.shape[0])
+
+        vocabulary = dict(self.vocabulary)  # a thread may still search with this index
+        numbering = itertools.count(len(vocabulary)).__next__
+
+        def number(term: str) -> int:
+            col = vocabulary.get(term)
+            if col is None:
+                col = vocabulary[term] = numbering()
+            return col
+
+        add_rowids, add_lengths = array("q"), array("q")
+        token_ids, offsets = array("q"), array("q", [0])
+        for rowid, terms, n_terms in added:
+            add_rowids.append(rowid)
+            add_lengths.append(n_terms)
+            token_ids.extend(map(number, terms.split()))
+            offsets.append(len(token_ids))
+        new_rows = np.frombuffer(add_rowids, dtype=np.int64).copy()
+        m = int(new_rows.shape[0])
+        if m > 1 and not bool(np.all(new_rows[1:] > new_rows[:-1])):
+            raise ValueError("the added chunks are not in strictly ascending row-key order")
+        if m and n_kept:
+            at = np.searchsorted(kept_rowids, new_rows)
+            inside = at < n_kept
+            if bool(np.any(kept_rowids[at[inside]] == new_rows[inside])):
+                raise ValueError("an added chunk is still held by the index")
+
+        # new positions: the kept chunks keep their order, the added ones go where their row
+        # keys sort (after every kept one, unless a row key was reused)
+        appended = m == 0 or n_kept == 0 or int(new_rows[0]) > int(kept_rowids[-1])
+        new_lengths = np.frombuffer(add_lengths, dtype=np.int64).astype(np.float64)
+        if appended:
+            rowids = np.concatenate([kept_rowids, new_rows])
+            lengths = np.concatenate([kept_lengths, new_lengths])
+            kept_to: np.ndarray | None = None
+            add_to = np.arange(n_kept, n_kept + m, dtype=np.int64)
+        else:
+            merged = np.concatenate([kept_rowids, new_rows])
+            order = np.argsort(merged, kind="stable")
+            rank = np.empty(n_kept + m, dtype=np.int64)
+            rank[order] = np.arange(n_kept + m)
+            rowids, lengths = merged[order], np.concatenate([kept_lengths, new_lengths])[order]
+            kept_to, add_to = rank[:n_kept], rank[n_kept:]
+
+        # the kept postings, positions renumbered: old position -> new position (int32)
+        positions, counts, indptr_kept = self.positions, self.counts, self.indptr
+        if keep is not None or kept_to is not None:
+            remap = np.full(n, -1, dtype=np.int32)
+            kept_at = np.arange(n) if keep is None else np.flatnonzero(keep)
+            remap[kept_at] = np.arange(n_kept) if kept_to is None else kept_to
+            if keep is not None:
+                keep_post = keep[positions]
+                gone = np.flatnonzero(~keep_post)  # few: the removed chunks' postings
+                gone_per_col = np.bincount(
+                    np.searchsorted(indptr_kept, gone, side="right") - 1,
+                    minlength=int(indptr_kept.shape[0]) - 1)
+                indptr_kept = np.asarray(indptr_kept, dtype=np.int64).copy()
+                indptr_kept[1:] -= np.cumsum(gone_per_col)
+                positions, counts = positions[keep_post], counts[keep_post]
+                del keep_post, gone
+            else:
+                positions = np.array(positions, dtype=np.int32)
+            np.take(remap, positions, out=positions)
+            del remap
+
+        # the added postings, by term then chunk, inserted at the end of their term's kept
+        # postings (or, for a reused row key, where their position sorts among them)
+        n_vocab = len(vocabulary)
+        if m:
+            term_of, block_at, add_counts = _block_postings(token_ids, offsets, 0)
+            add_pos = add_to[block_at].astype(np.int32)
+        else:
+            term_of = np.zeros(0, dtype=np.int32)
+            add_pos = np.zeros(0, dtype=np.int32)
+            add_counts = np.zeros(0, dtype=np.uint16)
+        del token_ids, offsets
+        old_vocab = int(indptr_kept.shape[0]) - 1
+        ends = np.concatenate([indptr_kept[1:], np.full(n_vocab - old_vocab, indptr_kept[-1])])
+        if appended:
+            insert_at = ends[term_of]
+        else:
+            insert_at = np.empty(term_of.shape[0], dtype=np.int64)
+            starts = np.concatenate([indptr_kept[:-1],
+                                     np.full(n_vocab - old_vocab, indptr_kept[-1])])
+            bounds = np.flatnonzero(np.diff(term_of, prepend=-1, append=-1) != 0)
+            for lo, hi in itertools.pairwise(bounds.tolist()):
+                col = int(term_of[lo])
+                start, end = int(starts[col]), int(ends[col])
+                insert_at[lo:hi] = start + np.searchsorted(positions[start:end], add_pos[lo:hi])
+        per_col = np.diff(indptr_kept)
+        per_col = np.concatenate([per_col, np.zeros(n_vocab - old_vocab, dtype=per_col.dtype)])
+        per_col += np.bincount(term_of, minlength=n_vocab)
+        indptr = np.zeros(n_vocab + 1, dtype=np.int64)
+        np.cumsum(per_col, out=indptr[1:])
+        count_type = np.promote_types(counts.dtype, add_counts.dtype)
+        positions = np.insert(np.asarray(positions), insert_at, add_pos)
+        counts = np.insert(np.asarray(counts, dtype=count_type), insert_at, add_counts)
+        n_new = int(rowids.shape[0])
+        return type(self)(
+            generation=generation, rowids=np.ascontiguousarray(rowids, dtype=np.int64),
+            lengths=np.ascontiguousarray(lengths, dtype=np.float64), vocabulary=vocabulary,
+            indptr=indptr, positions=positions.astype(np.int32, copy=False), counts=counts,
+            avgdl=float(lengths.sum()) / n_new if n_new else 0.0)
+
     def arrays(self) -> dict[str, np.ndarray]:
         """The arrays to save (:mod:`citewise.store.derived_files`); ``terms``: the
         vocabulary in column order (:func:`~citewise.store.derived_files.terms_array`)."""

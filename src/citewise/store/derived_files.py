@@ -118,6 +118,28 @@ def load(root: Path, kind: str, stamp: Stamp) -> tuple[dict[str, np.ndarray], di
         return None
 
 
+def older(root: Path, kind: str, index_id: str, generation: int) -> Stamp | None:
+    """The stamp recorded in the manifest of the newest ``kind`` folder under ``root`` of the
+    index ``index_id`` with a generation below ``generation`` (what an index of an older
+    state can be caught up from; :func:`load` it to check it), or None when there is none or
+    its manifest cannot be read."""
+    try:
+        found = [(int(m[3]), name) for m in map(_NAME.match, os.listdir(root))
+                 if m and m[1] == kind and m[2] == index_id and int(m[3]) < generation
+                 for name in [m[0]]]
+    except OSError:
+        return None
+    if not found:
+        return None
+    _, name = max(found)
+    try:
+        manifest = json.loads((root / name / "manifest.json").read_text(encoding="utf-8"))
+        stamp = Stamp(**manifest["stamp"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return stamp if stamp.folder(kind) == name else None
+
+
 def save(root: Path, kind: str, stamp: Stamp, arrays: Mapping[str, np.ndarray],
          extra: Mapping[str, object] | None = None) -> Path | None:
     """Write ``arrays`` as the ``kind`` folder of ``stamp`` under ``root`` (see the module

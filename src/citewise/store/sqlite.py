@@ -95,6 +95,13 @@ _log = logging.getLogger(__name__)
 #: takes under a second); see :mod:`citewise.store.derived_files`
 DERIVED_FILES_FROM = 20_000
 _Index = TypeVar("_Index", BM25Index, DenseIndex)
+#: past this fraction of the older index's (or the state's) chunks changed, the BM25 index is
+#: rebuilt rather than caught up
+CATCH_UP_MAX = 0.25
+#: the chunk log keeps at most this many generations (see :meth:`SQLiteStore._bump`)
+LOG_GENERATIONS = 4096
+#: ... and, past this many rows, at most a quarter of the chunk count
+LOG_ROWS_MIN = 10_000
 
 # the BM25 names stay importable from here, where they were defined before citewise.store.bm25
 __all__ = ["BM25_B", "BM25_K1", "MIGRATIONS", "SQLiteStore", "bm25_scores"]
@@ -201,8 +208,50 @@ def m004_chunk_page_starts(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE chunks ADD COLUMN page_starts TEXT NOT NULL DEFAULT '[]'")
 
 
+M005 = [
+    """
+    CREATE TABLE chunk_log (
+    seq INTEGER PRIMARY KEY,
+    generation INTEGER NOT NULL,
+    chunk INTEGER NOT NULL,
+    op INTEGER NOT NULL
+    )
+    """,
+    """
+    CREATE INDEX chunk_log_generation ON chunk_log(generation)
+    """,
+    # a write bumps ``generation`` once, after its chunk rows: its rows are logged under the
+    # generation it commits (the one read now plus one)
+    """
+    CREATE TRIGGER chunks_log_ai AFTER INSERT ON chunks BEGIN
+    INSERT INTO chunk_log (generation, chunk, op) VALUES (
+    (SELECT CAST(value AS INTEGER) + 1 FROM meta WHERE key = 'generation'), new.rowid, 1);
+    END
+    """,
+    """
+    CREATE TRIGGER chunks_log_ad AFTER DELETE ON chunks BEGIN
+    INSERT INTO chunk_log (generation, chunk, op) VALUES (
+    (SELECT CAST(value AS INTEGER) + 1 FROM meta WHERE key = 'generation'), old.rowid, -1);
+    END
+    """,
+    """
+    INSERT OR REPLACE INTO meta SELECT 'chunk_log_from', value FROM meta WHERE key = 'generation'
+    """,
+]
+
+
+def m005_chunk_log(db: sqlite3.Connection) -> None:
+    """The chunk change log the BM25 index catches up from (``chunk_log``: one row per chunk
+    row inserted (``op`` 1) or deleted (-1), under the generation whose write made it, written
+    by triggers in that write's transaction) and ``meta.chunk_log_from``: the log holds every
+    change of the generations after it (the generation this migration ran at, so an index of
+    an older generation is rebuilt, never caught up)."""
+    for statement in M005:
+        db.execute(statement)
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
-    m001_initial, m002_collection, m003_chunk_language, m004_chunk_page_starts]
+    m001_initial, m002_collection, m003_chunk_language, m004_chunk_page_starts, m005_chunk_log]
 _STEPS = named(MIGRATIONS)
 
 
@@ -286,6 +335,12 @@ class SQLiteStore(SQLStore):
         # the BM25 build has locks of its own: a build (seconds) never holds up a dense
         # search's matrix load or a search that only checks whether a build is running
         self._bm25_kept = KeptIndex()
+        # the meta.index_id each BM25 index was read from (by id(); a few entries): only an
+        # index of this very file is caught up, never one of a file since replaced at the path
+        self._bm25_source: dict[int, str] = {}
+        #: how each BM25 index this store loaded was made: ``mapped`` (its saved files),
+        #: ``caught_up`` (from an older index and the chunk log) or ``built`` (every row)
+        self.bm25_loads: Counter[str] = Counter()
         self._thread_lock = threading.Lock()
         self._local = threading.local()
         self._lock = threading.Lock()
@@ -404,7 +459,7 @@ class SQLiteStore(SQLStore):
             db.execute("DELETE FROM chunks")
             db.execute("DELETE FROM documents")
             db.execute(f"DELETE FROM meta WHERE key IN {BINDING_KEYS}")
-            self._bump(db)
+            self._bump(db, reset_log=True)
 
     @contextmanager
     def rebuild(self) -> Iterator[SQLiteStore]:
@@ -458,15 +513,39 @@ class SQLiteStore(SQLStore):
                 db.execute(f"DELETE FROM main.meta WHERE key IN {BINDING_KEYS}")
                 db.execute(f"INSERT INTO main.meta SELECT key, value FROM staged.meta "
                            f"WHERE key IN {BINDING_KEYS}")
-                self._bump(db)
+                self._bump(db, reset_log=True)
         finally:
             db.execute("DETACH DATABASE staged")
 
     @staticmethod
-    def _bump(db: sqlite3.Connection) -> None:
+    def _bump(db: sqlite3.Connection, *, reset_log: bool = False) -> None:
+        """Bump ``generation`` at the end of a write transaction and prune the chunk log in
+        it: the generations older than :data:`LOG_GENERATIONS` before the new one, and, every
+        16th generation, the oldest ones while the log holds more rows than
+        ``max(LOG_ROWS_MIN, chunks // 4)`` (a catch-up past a quarter of the chunks rebuilds
+        anyway). ``meta.chunk_log_from`` moves up to the newest pruned generation.
+        ``reset_log``: empty the log (a write that replaced every chunk)."""
         db.execute(
             "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'"
         )
+        generation = int(db.execute(
+            "SELECT value FROM meta WHERE key = 'generation'").fetchone()[0])
+        if reset_log:
+            db.execute("DELETE FROM chunk_log")
+            db.execute("UPDATE meta SET value = ? WHERE key = 'chunk_log_from'",
+                       (str(generation),))
+            return
+        pruned_to = generation - LOG_GENERATIONS
+        if generation % 16 == 0:
+            cap = max(LOG_ROWS_MIN, int(db.execute(
+                "SELECT count(*) FROM chunks").fetchone()[0]) // 4)
+            row = db.execute("SELECT generation FROM chunk_log ORDER BY seq DESC LIMIT 1 "
+                             "OFFSET ?", (cap,)).fetchone()
+            if row is not None:
+                pruned_to = max(pruned_to, int(row[0]))
+        if db.execute("DELETE FROM chunk_log WHERE generation <= ?", (pruned_to,)).rowcount:
+            db.execute("UPDATE meta SET value = max(CAST(value AS INTEGER), ?) "
+                       "WHERE key = 'chunk_log_from'", (pruned_to,))
 
     # --- reads ----------------------------------------------------------------------------
     def _rows_in(self, sql: str, keys: Sequence[str]) -> Iterator[Sequence[Any]]:
@@ -791,22 +870,108 @@ class SQLiteStore(SQLStore):
 
     def _load_bm25_index(self) -> BM25Index:
         """The BM25 index of the committed state this thread reads: the kept one when its
-        generation is the one read now, else one built from the ``chunks`` rows of that
-        state (kept when it is newer than the kept one, so a thread in an older snapshot
-        never replaces a newer index). Call it inside :meth:`snapshot`."""
+        generation is the one read now; else its saved files mapped; else one caught up from
+        an older index (the kept one or older saved files) through the chunk log
+        (:meth:`_caught_up_bm25`); else one built from every ``chunks`` row of that state.
+        Kept when it is newer than the kept one, so a thread in an older snapshot never
+        replaces a newer index. Call it inside :meth:`snapshot`."""
         generation = self.generation()
 
         def build() -> BM25Index:
             stamp = self._stamp()
             built = self._mapped("bm25", stamp, lambda a: BM25Index.from_arrays(generation, a))
-            if built is None:
-                rows = self.db.execute("SELECT rowid, terms, n_terms FROM chunks ORDER BY rowid")
-                fresh = BM25Index.build(generation, rows)
+            if built is not None:
+                self.bm25_loads["mapped"] += 1
+            else:
+                fresh = self._caught_up_bm25(generation, stamp)
+                if fresh is not None:
+                    self.bm25_loads["caught_up"] += 1
+                else:
+                    self.bm25_loads["built"] += 1
+                    rows = self.db.execute(
+                        "SELECT rowid, terms, n_terms FROM chunks ORDER BY rowid")
+                    fresh = BM25Index.build(generation, rows)
+                vocabulary = fresh.vocabulary
                 built = self._saved("bm25", stamp, fresh, lambda a: BM25Index.from_arrays(
-                    generation, a, vocabulary=fresh.vocabulary))
+                    generation, a, vocabulary=vocabulary))
+            kept = self._bm25_kept.index
+            self._bm25_source = {key: source for key, source in self._bm25_source.items()
+                                 if kept is not None and key == id(kept)}
+            self._bm25_source[id(built)] = str(self._meta("index_id") or "")
             return built
 
         return self._bm25_kept.get(generation, build)
+
+    def _catch_up_base(self, generation: int, log_from: int) -> BM25Index | None:
+        """An index of this file of a generation in ``log_from .. generation - 1`` to catch up
+        from: the kept one, else the newest older saved files (mapped); None when neither."""
+        index_id = str(self._meta("index_id") or "")
+        kept = self._bm25_kept.index
+        if (kept is not None and log_from <= kept.generation < generation
+                and self._bm25_source.get(id(kept)) == index_id):
+            return kept
+        if self.derived_files_from is None:
+            return None
+        root = derived_folder(self.path)
+        stamp = derived_files.older(root, "bm25", index_id, generation)
+        if stamp is None or stamp.generation < log_from:
+            return None
+        base = self._mapped("bm25", stamp, lambda a: BM25Index.from_arrays(stamp.generation, a))
+        if base is None or base.size != stamp.chunks or (
+                base.size and int(base.rowids[-1]) != stamp.max_rowid):
+            return None
+        return base
+
+    def _caught_up_bm25(self, generation: int, stamp: Stamp | None) -> BM25Index | None:
+        """The BM25 index of ``generation`` (the state read; call it inside :meth:`snapshot`)
+        caught up from an older index through ``chunk_log`` (:meth:`BM25Index.caught_up`):
+        the chunks logged since that index's generation are taken out and those of them in
+        this state read back (only their ``terms`` rows). None, so the caller rebuilds from
+        every row, when there is no older index of this file, the log does not reach back to
+        its generation (``meta.chunk_log_from``: pruned, or the index is older than the log),
+        more than :data:`CATCH_UP_MAX` of the chunks changed, or anything does not add up: a
+        logged insert of a chunk the index held, a logged delete of one it did not, or a
+        result whose chunk count or largest row key differs from the state's."""
+        log_from = self._meta("chunk_log_from")
+        if log_from is None:
+            return None
+        base = self._catch_up_base(generation, int(log_from))
+        if base is None:
+            return None
+        log = np.array(self.db.execute(
+            "SELECT chunk, op FROM chunk_log WHERE generation > ? AND generation <= ? "
+            "ORDER BY generation, seq", (base.generation, generation)).fetchall(),
+            dtype=np.int64).reshape(-1, 2)
+        if stamp is not None:
+            n, top = stamp.chunks, stamp.max_rowid
+        else:
+            n, top = self.db.execute(
+                "SELECT count(*), coalesce(max(rowid), 0) FROM chunks").fetchone()
+        touched, first = np.unique(log[:, 0], return_index=True)
+        if touched.shape[0] > CATCH_UP_MAX * max(base.size, int(n), 1):
+            _log.debug("BM25 index of %s: %d chunks changed since generation %d; rebuilt",
+                       self.path, touched.shape[0], base.generation)
+            return None
+        held = np.zeros(touched.shape[0], dtype=bool)
+        held[np.searchsorted(touched, base.rowids[base.positions_of(touched)])] = True
+        first_op = log[first, 1]
+        if bool(np.any(held & (first_op > 0))) or bool(np.any(~held & (first_op < 0))):
+            _log.info("the chunk log of %s does not fit its BM25 index of generation %d; "
+                      "rebuilt", self.path, base.generation)
+            return None
+        rows = self.db.execute(
+            "SELECT rowid, terms, n_terms FROM chunks WHERE rowid IN "
+            "(SELECT value FROM json_each(?)) ORDER BY rowid", (json.dumps(touched.tolist()),))
+        try:
+            index = base.caught_up(generation, touched, rows)
+        except ValueError as err:
+            _log.info("BM25 catch-up of %s failed (%s); rebuilt", self.path, err)
+            return None
+        if index.size != int(n) or (index.size and int(index.rowids[-1]) != int(top)):
+            _log.info("BM25 catch-up of %s gave %d chunks, the state holds %d; rebuilt",
+                      self.path, index.size, n)
+            return None
+        return index
 
     def _background_build(self) -> None:
         """Build the BM25 index of the newest committed state in a thread of its own (one at
