@@ -341,6 +341,9 @@ class SQLiteStore(SQLStore):
         #: how each BM25 index this store loaded was made: ``mapped`` (its saved files),
         #: ``caught_up`` (from an older index and the chunk log) or ``built`` (every row)
         self.bm25_loads: Counter[str] = Counter()
+        #: False: never catch the BM25 index up from the chunk log, always rebuild it (to
+        #: compare the two; the results are the same)
+        self.bm25_catch_up = True
         self._thread_lock = threading.Lock()
         self._local = threading.local()
         self._lock = threading.Lock()
@@ -933,7 +936,7 @@ class SQLiteStore(SQLStore):
         logged insert of a chunk the index held, a logged delete of one it did not, or a
         result whose chunk count or largest row key differs from the state's."""
         log_from = self._meta("chunk_log_from")
-        if log_from is None:
+        if log_from is None or not self.bm25_catch_up:
             return None
         base = self._catch_up_base(generation, int(log_from))
         if base is None:
