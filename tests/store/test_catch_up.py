@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from citewise.store import derived_files, sqlite as sqlite_module
+from citewise.store import derived_files
+from citewise.store import sqlite as sqlite_module
 from citewise.store.bm25_index import BM25Index
 from citewise.store.derived_files import Stamp, derived_folder
 from citewise.store.sqlite import SQLiteStore, m001_initial

@@ -886,7 +886,12 @@ class SQLiteStore(SQLStore):
             if built is not None:
                 self.bm25_loads["mapped"] += 1
             else:
-                fresh = self._caught_up_bm25(generation, stamp)
+                try:
+                    fresh = self._caught_up_bm25(generation, stamp)
+                except (sqlite3.Error, OSError, ValueError, IndexError, KeyError,
+                        TypeError) as err:  # never a wrong index: the exact rebuild
+                    _log.warning("BM25 catch-up of %s failed (%s); rebuilt", self.path, err)
+                    fresh = None
                 if fresh is not None:
                     self.bm25_loads["caught_up"] += 1
                 else:
@@ -932,7 +937,8 @@ class SQLiteStore(SQLStore):
         this state read back (only their ``terms`` rows). None, so the caller rebuilds from
         every row, when there is no older index of this file, the log does not reach back to
         its generation (``meta.chunk_log_from``: pruned, or the index is older than the log),
-        more than :data:`CATCH_UP_MAX` of the chunks changed, or anything does not add up: a
+        more than :data:`CATCH_UP_MAX` of the chunks changed (or of its terms are held by no
+        chunk any more, so the vocabulary is compacted), or anything does not add up: a
         logged insert of a chunk the index held, a logged delete of one it did not, or a
         result whose chunk count or largest row key differs from the state's."""
         log_from = self._meta("chunk_log_from")
@@ -973,6 +979,10 @@ class SQLiteStore(SQLStore):
         if index.size != int(n) or (index.size and int(index.rowids[-1]) != int(top)):
             _log.info("BM25 catch-up of %s gave %d chunks, the state holds %d; rebuilt",
                       self.path, index.size, n)
+            return None
+        empty = int(np.count_nonzero(index.indptr[1:] == index.indptr[:-1]))
+        if empty > CATCH_UP_MAX * len(index.vocabulary):  # compact the vocabulary again
+            _log.debug("BM25 index of %s: %d terms no chunk holds; rebuilt", self.path, empty)
             return None
         return index
 
