@@ -259,7 +259,7 @@ def test_clear_and_reindex_empty_the_log(store, scifact):
 
 def test_the_log_is_pruned_to_a_quarter_of_the_chunks(tmp_path, monkeypatch):
     """Every 16th generation the oldest generations go while the log holds more rows than
-    max(LOG_ROWS_MIN, chunks // 4); chunk_log_from follows."""
+    max(LOG_ROWS_MIN, largest row key // 4); chunk_log_from follows."""
     monkeypatch.setattr(sqlite_module, "LOG_ROWS_MIN", 10)
     store = SQLiteStore(tmp_path / "r.sqlite3")
     store.bind_model("test-model", DIM)

@@ -15,8 +15,10 @@ by term in the query's order. Unlike that path, every chunk holding a query term
 so the top ``k`` is exact (FTS5 kept only its best ``max(5k, 300)`` candidates). Keeping
 counts rather than precomputed weights means the IDFs may move with ``N`` without a rebuild.
 
-The index knows the store generation it was built from (:attr:`BM25Index.generation`); the
-store rebuilds it when the generation it reads in the query's snapshot differs (see
+The index knows the store generation it was built from (:attr:`BM25Index.generation`); when
+the generation the store reads in the query's snapshot differs, the store catches it up
+(:meth:`BM25Index.caught_up`: the chunks its change log names taken out, those of them still
+stored read back and added) or, when the log cannot be trusted, rebuilds it (see
 :meth:`citewise.store.sqlite.SQLiteStore.sparse_search`). Its arrays can be saved
 (:meth:`BM25Index.arrays`) and opened memory-mapped by the next process that reads the same
 state (:meth:`BM25Index.from_arrays`, :mod:`citewise.store.derived_files`).

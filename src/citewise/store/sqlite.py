@@ -10,8 +10,18 @@ Design
 * BM25 is answered from an in-memory postings index built from ``chunks.terms`` once per
   generation (:mod:`citewise.store.bm25_index`): every chunk holding a query term is scored
   with Lucene's BM25 (smoothed IDF, :func:`~citewise.store.bm25.bm25_scores`). It is derived
-  data, never written: the file stays the only source of truth, and the index is rebuilt on
-  the first search that reads a newer generation (after a write by any process).
+  data, never written: the file stays the only source of truth. The first search that reads
+  a newer generation (after a write by any process) catches the index up from the older one
+  and ``chunk_log`` (below) instead of rebuilding it from every row, and rebuilds it when the
+  log cannot be trusted for that step (:meth:`SQLiteStore._caught_up_bm25`).
+* ``chunk_log`` (migration ``m005_chunk_log``): one row ``(generation, chunk, op)`` per chunk
+  row inserted (op 1) or deleted (-1), written by triggers on ``chunks`` inside the write's
+  own transaction under the generation that write commits, so a crash leaves the log and
+  the chunks in step. ``meta.chunk_log_from``: the log holds every change of the generations
+  after it (the generation the migration ran at for an older file). Each write prunes it in
+  its transaction to the last :data:`LOG_GENERATIONS` generations and, every 16th
+  generation, to about a quarter of the chunk count (at least :data:`LOG_ROWS_MIN` rows);
+  ``clear`` and ``reindex`` empty it.
 * ``chunks_fts``: an FTS5 index over ``chunks.terms`` (external content, kept in step by
   triggers); ``chunks_vocab`` (fts5vocab) gives document frequencies. With
   ``bm25_index=False`` it finds the BM25 candidates, re-scored with the same formula because
@@ -525,8 +535,8 @@ class SQLiteStore(SQLStore):
         """Bump ``generation`` at the end of a write transaction and prune the chunk log in
         it: the generations older than :data:`LOG_GENERATIONS` before the new one, and, every
         16th generation, the oldest ones while the log holds more rows than
-        ``max(LOG_ROWS_MIN, chunks // 4)`` (a catch-up past a quarter of the chunks rebuilds
-        anyway). ``meta.chunk_log_from`` moves up to the newest pruned generation.
+        ``max(LOG_ROWS_MIN, largest row key // 4)`` (a catch-up past a quarter of the chunks
+        rebuilds anyway). ``meta.chunk_log_from`` moves up to the newest pruned generation.
         ``reset_log``: empty the log (a write that replaced every chunk)."""
         db.execute(
             "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'"
@@ -540,8 +550,9 @@ class SQLiteStore(SQLStore):
             return
         pruned_to = generation - LOG_GENERATIONS
         if generation % 16 == 0:
+            # the largest row key, not count(*) (a scan at 1M chunks): at least the count
             cap = max(LOG_ROWS_MIN, int(db.execute(
-                "SELECT count(*) FROM chunks").fetchone()[0]) // 4)
+                "SELECT coalesce(max(rowid), 0) FROM chunks").fetchone()[0]) // 4)
             row = db.execute("SELECT generation FROM chunk_log ORDER BY seq DESC LIMIT 1 "
                              "OFFSET ?", (cap,)).fetchone()
             if row is not None:
