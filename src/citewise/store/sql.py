@@ -14,13 +14,14 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 import numpy as np
 
 from citewise.errors import AnalyzerMismatchError, EmbeddingMismatchError
-from citewise.store.base import Filters, check_filters
+from citewise.store.base import Filters, TermIncidence, check_filters
 from citewise.types import Chunk, Document
 
 #: The ``documents`` columns, in the order :func:`document_from_row` reads them and
@@ -221,6 +222,44 @@ class SQLStore:
     def generation(self) -> int:  # pragma: no cover - every backend overrides it
         """A counter bumped by every committed write."""
         raise NotImplementedError
+
+    def snapshot(self) -> AbstractContextManager[None]:  # pragma: no cover - overridden
+        """See :meth:`Store.snapshot`."""
+        raise NotImplementedError
+
+    def chunk_features(self, document_id: str,
+                       ) -> list[tuple[str, frozenset[str], np.ndarray]]:  # pragma: no cover
+        """See :meth:`Store.chunk_features` (every backend overrides it)."""
+        raise NotImplementedError
+
+    def terms_of(self, chunk_ids: Sequence[str]) -> dict[str, frozenset[str]]:  # pragma: no cover
+        """See :meth:`Store.terms_of` (every backend overrides it)."""
+        raise NotImplementedError
+
+    def vectors_of(self, chunk_ids: Sequence[str]) -> dict[str, np.ndarray]:  # pragma: no cover
+        """See :meth:`Store.vectors_of` (every backend overrides it)."""
+        raise NotImplementedError
+
+    def document_incidence(self, document_id: str, terms: Sequence[str], *,
+                           vectors: bool = False) -> TermIncidence:
+        """See :meth:`Store.document_incidence`: from :meth:`chunk_features` (one query
+        reading every chunk's terms and vector)."""
+        features = self.chunk_features(document_id)
+        dim = self.stored_model()[1] or 1
+        return TermIncidence.of([f[0] for f in features], [f[1] for f in features], terms,
+                                [f[2] for f in features] if vectors else None, dim)
+
+    def chunk_incidence(self, chunk_ids: Sequence[str], terms: Sequence[str], *,
+                        vectors: bool = False) -> TermIncidence:
+        """See :meth:`Store.chunk_incidence`: from :meth:`terms_of` and :meth:`vectors_of`,
+        read in one snapshot."""
+        with self.snapshot():
+            held = self.terms_of(chunk_ids)
+            found = [c for c in dict.fromkeys(chunk_ids) if c in held]
+            stored = self.vectors_of(found) if vectors else {}
+        dim = self.stored_model()[1] or 1
+        return TermIncidence.of(found, [held[c] for c in found], terms,
+                                [stored[c] for c in found] if vectors else None, dim)
 
     def _meta(self, key: str) -> str | None:
         row = self.db.execute(f"SELECT value FROM {self.META_TABLE} WHERE key = {self.MARK}",
