@@ -600,19 +600,20 @@ class Retriever:
                 if hits[i].chunk_id in vecs:
                     hits[i] = replace(hits[i], dense=float(vecs[hits[i].chunk_id] @ query_vec))
         fused = np.array([h.fused if h.fused is not None else h.score for h in hits])
-        span = float(fused.max() - fused.min()) if len(fused) else 0.0
+        low = fused.min() if len(fused) else 0.0
+        span = float(fused.max() - low) if len(fused) else 0.0
         out = []
         for h, f in zip(hits, fused, strict=True):
             chunk, doc = loaded[h.chunk_id]
             coverage = held.get(h.chunk_id, 0.0)
-            dense_rel = 0.0 if h.dense is None else float(np.clip((h.dense - lo) / (hi - lo), 0, 1))
+            dense_rel = 0.0 if h.dense is None else min(max((h.dense - lo) / (hi - lo), 0.0), 1.0)
             if query_vec is None:  # sparse-only mode
                 relevance = coverage
             elif not terms:
                 relevance = dense_rel
             else:
                 relevance = (dense_rel + coverage) / 2
-            norm = (f - fused.min()) / span if span > 0 else 1.0
+            norm = (f - low) / span if span > 0 else 1.0
             w = self.settings.coverage_weight if terms else 0.0
             score = (1 - w) * norm + w * coverage
             out.append(replace(h, chunk=chunk, document=doc, relevance=relevance, score=float(score)))

@@ -171,7 +171,10 @@ class BM25Index:
         term's postings (a binary search of each position in the term's column, so the cost
         is the positions times the log of the column's length, never a pass over every
         chunk). A term the index has never seen is held by no chunk."""
-        at = np.asarray(positions, dtype=self.positions.dtype)  # no cast of the columns
+        # plain views: slicing a memory-mapped array through np.memmap costs more than the
+        # binary search itself
+        indptr, postings = self.indptr.view(np.ndarray), self.positions.view(np.ndarray)
+        at = np.asarray(positions, dtype=postings.dtype)  # no cast of the columns
         out = np.zeros((at.shape[0], len(terms)), dtype=bool)
         if at.shape[0] == 0:
             return out
@@ -179,10 +182,10 @@ class BM25Index:
             col = self.vocabulary.get(term)
             if col is None:
                 continue
-            start, end = int(self.indptr[col]), int(self.indptr[col + 1])
+            start, end = int(indptr[col]), int(indptr[col + 1])
             if start == end:
                 continue
-            column = self.positions[start:end]
+            column = postings[start:end]
             found = np.minimum(np.searchsorted(column, at), end - start - 1)
             out[:, j] = column[found] == at
         return out

@@ -61,15 +61,20 @@ def insert_sql(table: str, columns: Sequence[str], mark: str) -> str:
             f"VALUES ({','.join([mark] * len(columns))})")
 
 
+def _json_list(text: str | None) -> list[Any]:
+    """The JSON array ``text`` (None or ``""``: empty), without the parser for ``[]``."""
+    return [] if not text or text == "[]" else list(json.loads(text))
+
+
 def chunk_from_row(row: Sequence[Any]) -> Chunk:
     """The chunk of a row selected with :func:`chunk_cols` (its first :data:`NCHUNK` values;
     the key is not part of the chunk). ``section`` and ``page_starts`` are JSON text."""
     return Chunk(
         id=row[1], document_id=row[2], ordinal=row[3], text=row[4], source_text=row[5],
-        char_start=row[6], char_end=row[7], section=tuple(json.loads(row[8])), page=row[9],
+        char_start=row[6], char_end=row[7], section=tuple(_json_list(row[8])), page=row[9],
         page_end=row[10], line_start=row[11], line_end=row[12], symbol=row[13],
         content_hash=row[14], token_count=row[15], language=row[16],
-        page_starts=tuple((int(a), int(b)) for a, b in json.loads(row[17] or "[]")),
+        page_starts=tuple((int(a), int(b)) for a, b in _json_list(row[17])),
     )
 
 
@@ -78,8 +83,9 @@ def document_from_row(row: Sequence[Any]) -> Document:
     JSON text."""
     return Document(
         id=row[0], path=row[1], source_path=row[2], title=row[3], format=row[4],
-        content_hash=row[5], chunk_count=row[6], pages=row[7], metadata=json.loads(row[8]),
-        warnings=tuple(json.loads(row[9])), indexed_at=row[10], status=row[11], error=row[12],
+        content_hash=row[5], chunk_count=row[6], pages=row[7],
+        metadata={} if row[8] == "{}" else json.loads(row[8]),
+        warnings=tuple(_json_list(row[9])), indexed_at=row[10], status=row[11], error=row[12],
         collection=row[13],
     )
 

@@ -225,6 +225,17 @@ _CHUNK_INSERT = insert_sql("chunks", chunk_insert_columns("vector"), "?")
 _DOCUMENT_INSERT = insert_sql("documents", DOCUMENT_COLUMNS, "?")
 
 
+def _positions(keys: np.ndarray, wanted: np.ndarray) -> np.ndarray | None:
+    """Positions (int64) of int64 ``wanted`` row keys in the int64 ascending ``keys`` of a
+    derived index, or None when one of them is not there."""
+    keys = keys.view(np.ndarray)
+    at = np.searchsorted(keys, wanted)
+    if at.shape[0] and (int(at.max()) >= keys.shape[0]
+                        or not np.array_equal(keys[at], wanted)):
+        return None
+    return at
+
+
 @contextmanager
 def _immediate(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     """One write transaction on ``db`` (``BEGIN IMMEDIATE``: the write lock at once, waiting
@@ -541,18 +552,17 @@ class SQLiteStore(SQLStore):
         the same state; None when a row key is missing from either (never expected: both
         reflect the state read)."""
         rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        at = np.searchsorted(index.rowids, rowids)
-        if at.shape[0] and (int(at.max()) >= index.size
-                            or not np.array_equal(index.rowids[at], rowids)):
+        at = _positions(index.rowids, rowids)
+        if at is None:
             return None
         stacked = None
         if vectors:
             matrix = self._load_matrix()
-            rows_at = np.searchsorted(matrix.rowids, rowids)
-            if rows_at.shape[0] and (int(rows_at.max()) >= matrix.size
-                                     or not np.array_equal(matrix.rowids[rows_at], rowids)):
+            rows_at = _positions(matrix.rowids, rowids)
+            if rows_at is None:
                 return None
-            stacked = np.asarray(matrix.vectors[rows_at])  # a C-contiguous float32 copy
+            # a C-contiguous float32 copy of the rows (a plain view: no np.memmap per row)
+            stacked = matrix.vectors.view(np.ndarray)[rows_at]
         return TermIncidence(tuple(r[1] for r in rows), tuple(terms),
                              index.incidence(at, terms), stacked)
 
