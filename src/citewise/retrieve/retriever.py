@@ -158,14 +158,14 @@ def weighted_presence(incidence: TermIncidence, weights: Mapping[str, float]) ->
     terms ``t`` it holds (a term in ``weights`` but not among the incidence's columns counts
     for no chunk), added in the order of ``weights``: the same float64 sums, bit for bit, as
     ``sum(w for t, w in weights.items() if t in chunk_terms)`` chunk by chunk."""
-    column = {}
+    column: dict[str, int] = {}
     for j, t in enumerate(incidence.terms):
         column.setdefault(t, j)
     total = np.zeros(incidence.present.shape[0], dtype=np.float64)
     for t, w in weights.items():
-        j = column.get(t)
-        if j is not None:
-            total += np.where(incidence.present[:, j], w, 0.0)  # x + 0.0 == x exactly
+        at = column.get(t)
+        if at is not None:
+            total += np.where(incidence.present[:, at], w, 0.0)  # x + 0.0 == x exactly
     return total
 
 
@@ -463,7 +463,8 @@ class Retriever:
         top_k = top_k or self.settings.top_k
         per_file = per_file or self.settings.per_file
         min_score = self.settings.min_score if min_score is None else min_score
-        with _Clock(timings)("select_ms"):
+        # one committed state for every read of the selection too
+        with _Clock(timings)("select_ms"), self.store.snapshot():
             selected = self._select(cleaned, query_vec, hits, top_k, per_file, min_score)
         timings["total_ms"] = (time.perf_counter() - t0) * 1000
         return SearchResult(

@@ -537,8 +537,8 @@ class SQLiteStore(SQLStore):
         with self.snapshot():
             index = self._bm25_kept.current(self.generation()) if self.bm25_index else None
             if index is not None:
-                keys = dict(self._rows_in("SELECT id, rowid FROM chunks WHERE id IN ({marks})",
-                                          chunk_ids))
+                keys: dict[str, int] = {row[0]: row[1] for row in self._rows_in(
+                    "SELECT id, rowid FROM chunks WHERE id IN ({marks})", chunk_ids)}
                 rows = [(keys[c], c) for c in dict.fromkeys(chunk_ids) if c in keys]
                 found = self._indexed_incidence(index, rows, terms, vectors)
                 if found is not None:
