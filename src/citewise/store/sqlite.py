@@ -1100,11 +1100,12 @@ class SQLiteStore(SQLStore):
         higher is better), at most ``k``, ties by insertion order.
 
         By default (``bm25_index``) every chunk holding a query term is scored from the
-        in-memory :class:`~citewise.store.bm25_index.BM25Index` of the state read (built on
-        the first search after any committed write, by this process or another), filters
-        applied before the top ``k``. While that index is missing or older than the state
-        read and ``bm25_build`` is ``background``, a thread builds it and this search takes
-        the FTS5 path below. With ``candidates``, or ``bm25_index=False``, FTS5
+        in-memory :class:`~citewise.store.bm25_index.BM25Index` of the state read (loaded
+        on the first search after any committed write, by this process or another: caught
+        up from the older index and the chunk log, or built from every row when that cannot
+        be done, see :meth:`_caught_up_bm25`), filters applied before the top ``k``. While
+        that index is missing or older than the state read and ``bm25_build`` is
+        ``background``, a thread loads it and this search takes the FTS5 path below. With ``candidates``, or ``bm25_index=False``, FTS5
         ranks the matching chunks with its own BM25 and keeps ``candidates`` (default
         ``max(5 * k, 300)``), which are then scored exactly by :func:`bm25_scores` (the same
         scores; a chunk FTS5 ranks below the cut is missed). Raises ValueError for an
