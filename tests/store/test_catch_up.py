@@ -401,3 +401,20 @@ def test_caught_up_postings_equal_a_builds_term_by_term(seed):
         base.caught_up(10, np.zeros(0, dtype=np.int64), [base_rows[0]])
     with pytest.raises(ValueError, match="ascending"):
         base.caught_up(10, np.zeros(0, dtype=np.int64), [(999, "a", 1), (998, "b", 1)])
+
+
+def test_the_background_load_catches_up(tmp_path, scifact):
+    """With ``bm25_build="background"`` the first search after a write answers from FTS5
+    while a thread catches the index up; the caught-up index then answers exactly."""
+    _, _, _, queries = scifact
+    store = SQLiteStore(tmp_path / "bg.sqlite3", derived_files_from=None)
+    fill(store, scifact, 0, 6)
+    store.sparse_search(queries[0], 10)
+    assert store.bm25_index_ready(wait_s=120)
+    fill(store, scifact, 6, 7)
+    assert not store.bm25_index_ready()
+    store.sparse_search(queries[0], 10)  # FTS5, and the catch-up starts
+    assert store.bm25_index_ready(wait_s=120)
+    assert store.bm25_loads == {"built": 1, "caught_up": 1}
+    assert_same_as_rebuild(store, queries)
+    store.close()
