@@ -313,16 +313,16 @@ class ShardedPostgresStore:
         so this happens only for documents given new ids). Raises ValueError on a shape
         mismatch, psycopg's errors after rolling the write back, ShardUnavailableError."""
         home = self._home(document.id)
-        self._on(home, lambda s: s.upsert_document(document, chunks, vectors, terms))
-        self._drop_other_copies(document, home)
 
-    def _drop_other_copies(self, document: Document, home: int) -> None:
         def others(s: PostgresStore) -> list[str]:
             return [r[0] for r in s.db.execute(
                 "SELECT id FROM documents WHERE source_path = %s AND id <> %s",
                 (document.source_path, document.id))]
 
-        for i, ids in enumerate(self._each(others)):
+        # read first: with a shard down nothing is written
+        copies = self._each(others)
+        self._on(home, lambda s: s.upsert_document(document, chunks, vectors, terms))
+        for i, ids in enumerate(copies):
             if i != home:
                 for other in ids:
                     self._on(i, partial(PostgresStore.delete_document, document_id=other))
