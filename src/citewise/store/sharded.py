@@ -240,10 +240,13 @@ class ShardedPostgresStore:
                         "servers hold documents placed for other shards; adding a shard needs "
                         "a copy of the collection (citewise migrate --to URL1,URL2,...)")
                 raise ConfigError(f"{where} {what}")
-            place, _, collection = label.partition(" ")
-            if len(ids) > 1:
-                raise ConfigError(f"{where} is shard {place} of another sharded collection "
-                                  f"({collection[:8]}); list only this collection's servers")
+        first = (labels[0] or "").partition(" ")[2]
+        for i, (label, _) in enumerate(found):
+            where = f"{_SETTING}: the server listed {i + 1} of {n} ({redact_url(self.urls[i])})"
+            place, _, collection = (label or "").partition(" ")
+            if collection != first:
+                raise ConfigError(f"{where} is shard {place} of another sharded collection than "
+                                  "the server listed first; list only one collection's servers")
             if place != expected[i]:
                 raise ConfigError(f"{where} is shard {place} of this collection: list the "
                                   "servers in the order they were first used, all of them")
