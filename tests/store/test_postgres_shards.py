@@ -267,8 +267,10 @@ def test_a_shard_that_is_down_fails_every_search_naming_it(postgres_server_url):
         with pytest.raises(ShardUnavailableError, match=named):
             store.upsert_document(new, chunks, vecs)
         assert [c.text for c in store.shards[0].chunks_of(home1.id)] != ["rewritten text"]
-        with pytest.raises(ShardUnavailableError, match=named):
+        with pytest.raises(ShardUnavailableError, match=named) as refused:
             ShardedPostgresStore(urls)
+        assert "CITEWISE_STORE" not in str(refused.value)  # the setting is the shards one
+        assert "CITEWISE_POSTGRES_SHARDS" in str(refused.value)
         down.restart()
         pgserver.wait_ready(down.url)
         assert len(store.sparse_search(tokenize("lighthouse"), 10)) == 8

@@ -140,8 +140,10 @@ class ShardedPostgresStore:
             try:
                 shards.append(future.result())
             except IndexError_ as err:
+                detail = str(err).replace("check CITEWISE_STORE and that the server runs",
+                                          "check that the server runs")
                 failure = failure or ShardUnavailableError(i + 1, len(urls), redact_url(urls[i]),
-                                                           str(err))
+                                                           detail)
         if failure is not None:
             for s in shards:
                 s.close()
