@@ -15,7 +15,8 @@ first alternates): dense top-50 (random unit queries; recall@50 against exact nu
 BM25 top-50 over SQL postings (SciFact test queries), hybrid end to end (``Retriever.search``:
 real minilm query embedding, dense 50 + BM25 50, weighted fusion, chunk loading), then the same
 BM25 and hybrid with BM25 from the in-memory index per process (``bm25_index=True``, built
-first, timed). Printed: p50 / p95 ms, sharded / single ratios of the p50s, whether BM25 gave
+first, timed). Printed: p50 / p95 ms, sharded / single ratios of the p50s, the hybrid search's
+stages (``Retriever`` timings: embed, dense, sparse, fusion, load, select), whether BM25 gave
 the same top 50 (scores to the last bit, ids up to order among equal scores), and the load
 average per phase.
 
@@ -92,6 +93,9 @@ def load(store: Any, groups: list[list[tuple[int, Document, list[Chunk]]]],
     return t1 - t0, time.perf_counter() - t1
 
 
+STAGES = ("embed_ms", "dense_ms", "sparse_ms", "fusion_ms", "load_ms", "select_ms")
+
+
 def pct(values: list[float], q: float) -> float:
     return float(np.percentile(values, q))
 
@@ -161,6 +165,7 @@ def main() -> None:
         stores = {"single": single, "sharded": sharded}
         retrievers = {k: Retriever(settings, s, embedder) for k, s in stores.items()}
         equal_bm25: list[bool] = []
+        stages: dict[tuple[str, str, str], list[float]] = {}
         recall: dict[str, list[float]] = {"single": [], "sharded": []}
 
         def timed(name: str, key: str, fn: Any) -> Any:
@@ -181,6 +186,9 @@ def main() -> None:
                                   lambda s=stores[name], j=j: s.sparse_search(q_terms[j], K))
                 out = timed(name, "hybrid end to end (SQL BM25)",
                             lambda r=retrievers[name], j=j: r.search(queries[j]))
+                for stage in STAGES if i >= 0 else ():  # warm-up rounds left out
+                    stages.setdefault((name, "SQL BM25", stage), []).append(
+                        out.timings_ms.get(stage, 0.0))
                 rows[name].setdefault("hybrid without the query embedding (SQL BM25)", []).append(
                     rows[name]["hybrid end to end (SQL BM25)"][-1] - out.timings_ms.get("embed_ms",
                                                                                         0.0))
@@ -211,6 +219,9 @@ def main() -> None:
                                   lambda s=indexed[name], j=j: s.sparse_search(q_terms[j], K))
                 out = timed(name, "hybrid end to end (BM25 index)",
                             lambda r=retrievers[name], j=j: r.search(queries[j]))
+                for stage in STAGES if i >= 0 else ():  # warm-up rounds left out
+                    stages.setdefault((name, "BM25 index", stage), []).append(
+                        out.timings_ms.get(stage, 0.0))
                 rows[name].setdefault("hybrid without the query embedding (BM25 index)",
                                       []).append(rows[name]["hybrid end to end (BM25 index)"][-1]
                                                  - out.timings_ms.get("embed_ms", 0.0))
@@ -239,6 +250,13 @@ def main() -> None:
           f"{np.mean(recall['sharded']):.3f} | - |")
     print(f"| size on disk, MB | {sizes['single'] / 1e6:,.0f} | {sizes['sharded'] / 1e6:,.0f} | "
           f"{sizes['sharded'] / sizes['single']:.2f} |")
+    print("\n| hybrid stage, ms p50 (Retriever timings) | " + " | ".join(
+        f"{who}, {leg}" for leg in ("SQL BM25", "BM25 index") for who in ("1 server", "2 shards"))
+        + " |\n|---|---|---|---|---|")
+    for stage in STAGES:
+        print(f"| {stage.removesuffix('_ms')} | " + " | ".join(
+            f"{pct(stages[(name, leg, stage)], 50):.1f}" for leg in ("SQL BM25", "BM25 index")
+            for name in ("single", "sharded")) + " |")
     print(f"\nBM25 top 50, sharded = single server (scores to the last bit): SQL "
           f"{np.mean(equal_bm25):.1%} of queries, in-memory index {np.mean(equal_index):.1%}")
 
