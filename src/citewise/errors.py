@@ -65,7 +65,14 @@ class UnsupportedFormatError(DocumentError):
 
 
 class EmptyDocumentError(DocumentError):
+    """A file with no text to index; the detail ends with what to do about it."""
+
     reason = "empty file: no text to index"
+    #: what the user can do, appended to every detail
+    remedy = "it was skipped: add text to it and ingest again, or leave it out of the folder"
+
+    def __init__(self, path: str | Path, detail: str | None = None) -> None:
+        super().__init__(path, f"{detail or self.reason}; {self.remedy}")
 
 
 class NoTextLayerError(DocumentError):

@@ -48,6 +48,18 @@ def test_text_empty(data: bytes) -> None:
         route("blank.txt", data)
 
 
+@pytest.mark.parametrize(("name", "data"), [("blank.txt", b""), ("blank.md", b"  \n\n"),
+                                            ("blank.rst", b"\n\t\n")])
+def test_an_empty_file_says_what_to_do(name: str, data: bytes) -> None:
+    # found by a newcomer: "empty file: no text to index" said what was wrong, not what to do
+    with pytest.raises(EmptyDocumentError) as caught:
+        route(name, data)
+    message = str(caught.value)
+    assert message.startswith(f"{name}: empty file")
+    assert message.endswith("it was skipped: add text to it and ingest again, "
+                            "or leave it out of the folder")
+
+
 def test_text_binary_is_refused() -> None:
     with pytest.raises(UnsupportedFormatError):
         route("image.txt", b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4)

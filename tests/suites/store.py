@@ -338,6 +338,57 @@ class StoreSuite:
         assert store.terms_of(["t.txt-0", "nope"]) == {"t.txt-0": frozenset({"run", "cat"})}
         np.testing.assert_allclose(store.vectors_of(["t.txt-0"])["t.txt-0"], unit(0, 1))
 
+    def test_term_incidence_equals_the_stored_terms_and_vectors(self, store):
+        """``document_incidence`` and ``chunk_incidence`` (what the retriever's coverage and
+        within-document step read) hold exactly what ``chunk_features``, ``terms_of`` and
+        ``vectors_of`` hold, after writes, a replacement and a delete: both right after the
+        write (an index a backend derived from the state before must not answer) and after a
+        search (which builds whatever a backend answers them from)."""
+        terms = [*tokenize("running cats and mice"), "nowhere-term", "cat", ""]
+
+        def check(doc_ids: list[str], chunk_ids: list[str]) -> None:
+            compare(doc_ids, chunk_ids)
+            store.sparse_search(tokenize("cats"), 5)
+            compare(doc_ids, chunk_ids)
+
+        def compare(doc_ids: list[str], chunk_ids: list[str]) -> None:
+            for doc_id in doc_ids:
+                features = store.chunk_features(doc_id)
+                got = store.document_incidence(doc_id, terms, vectors=True)
+                assert got.chunk_ids == tuple(f[0] for f in features)
+                assert got.terms == tuple(terms)
+                assert got.present.dtype == np.bool_
+                assert got.present.tolist() == [[t in f[1] for t in terms] for f in features]
+                assert got.vectors is not None and got.vectors.dtype == np.float32
+                assert got.vectors.shape == (len(features), DIM)
+                for row, f in zip(got.vectors, features, strict=True):
+                    assert row.tobytes() == np.asarray(f[2], dtype=np.float32).tobytes()
+                assert store.document_incidence(doc_id, terms).vectors is None
+            held, stored = store.terms_of(chunk_ids), store.vectors_of(chunk_ids)
+            got = store.chunk_incidence(chunk_ids, terms, vectors=True)
+            assert got.chunk_ids == tuple(c for c in dict.fromkeys(chunk_ids) if c in held)
+            assert got.present.tolist() == [[t in held[c] for t in terms] for c in got.chunk_ids]
+            assert got.vectors is not None and got.vectors.shape == (len(got.chunk_ids), DIM)
+            for row, c in zip(got.vectors, got.chunk_ids, strict=True):
+                assert row.tobytes() == np.asarray(stored[c], dtype=np.float32).tobytes()
+
+        a = self.add(store, "a.txt", ["Running cats chase mice", "the mice hide", "dogs bark"])
+        b = self.add(store, "b.txt", ["cats sleep all day", "a cat runs"])
+        check([a.id, b.id, "no-such-document"],
+              ["b.txt-1", "a.txt-0", "nope", "a.txt-0", "a.txt-2"])
+        self.add(store, "a.txt", ["birds sing", "mice and cats"])  # replaced: 2 chunks now
+        store.delete_document(b.id)
+        c = self.add(store, "c.txt", ["running late", "cats again", "no terms here"])
+        check([a.id, b.id, c.id], ["a.txt-0", "a.txt-2", "b.txt-0", "c.txt-1", "c.txt-0"])
+        assert store.document_incidence(b.id, terms, vectors=True).vectors.shape == (0, DIM)
+        assert store.chunk_incidence(["b.txt-0", "b.txt-1"], terms).chunk_ids == ()
+        assert store.document_incidence(a.id, terms).present.tolist() == [
+            [t in {"bird", "sing"} for t in terms], [t in {"mice", "cat"} for t in terms]]
+        # the newest document replaced by one of as many chunks: SQLite reuses its rowids
+        store.delete_document(c.id)
+        d = self.add(store, "d.txt", ["mice everywhere", "no cats", "running cats"])
+        check([c.id, d.id], ["c.txt-1", "d.txt-0", "d.txt-1", "d.txt-2"])
+
     def test_store_satisfies_the_protocol(self, store):
         from citewise.store.base import Store
 

@@ -49,7 +49,7 @@ from citewise.errors import QueryError
 from citewise.retrieve.fusion import fuse
 from citewise.retrieve.page import PAGE_PRIOR
 from citewise.retrieve.rerank import Reranker, passage_text, sigmoid
-from citewise.store.base import Store, check_filters
+from citewise.store.base import Store, TermIncidence, check_filters
 from citewise.store.bm25 import idf as bm25_idf
 from citewise.text.analysis import (
     content_terms,
@@ -129,18 +129,44 @@ def document_idf(chunk_terms: list[frozenset[str]], terms: list[str],
     picked the document) says little about which of its chunks answers, while a term spread
     over many documents ("governed", "laws") is the question's own vocabulary. In a
     one-document index every term gets the same factor, so nothing changes. Terms absent from
-    the document are left out.
+    the document are left out. :func:`idf_within` computes it from the counts alone.
     """
-    n = len(chunk_terms)
+    counts = {t: sum(t in c for c in chunk_terms) for t in dict.fromkeys(terms)}
+    return idf_within(len(chunk_terms), counts, terms, collection_df, concentration)
+
+
+def idf_within(n_chunks: int, document_df: Mapping[str, int], terms: list[str],
+               collection_df: Mapping[str, int] | None = None,
+               concentration: float = 0.0) -> dict[str, float]:
+    """:func:`document_idf` from counts: ``n_chunks`` chunks in the document, of which
+    ``document_df[t]`` hold term ``t`` (a term missing from the mapping: none). Weights > 0,
+    higher for a term held by fewer of the document's chunks, in the order of ``terms``
+    (first occurrences); terms held by no chunk are left out."""
     out = {}
     for t in dict.fromkeys(terms):
-        df = sum(t in c for c in chunk_terms)
+        df = int(document_df.get(t, 0))
         if df:
-            weight = bm25_idf(n, df)
+            weight = bm25_idf(n_chunks, df)
             if collection_df and collection_df.get(t):
                 weight *= 1 - concentration * min(1.0, df / collection_df[t])
             out[t] = weight
     return out
+
+
+def weighted_presence(incidence: TermIncidence, weights: Mapping[str, float]) -> np.ndarray:
+    """float64 (n_chunks,): per chunk of ``incidence``, the sum of ``weights[t]`` over the
+    terms ``t`` it holds (a term in ``weights`` but not among the incidence's columns counts
+    for no chunk), added in the order of ``weights``: the same float64 sums, bit for bit, as
+    ``sum(w for t, w in weights.items() if t in chunk_terms)`` chunk by chunk."""
+    column: dict[str, int] = {}
+    for j, t in enumerate(incidence.terms):
+        column.setdefault(t, j)
+    total = np.zeros(incidence.present.shape[0], dtype=np.float64)
+    for t, w in weights.items():
+        at = column.get(t)
+        if at is not None:
+            total += np.where(incidence.present[:, at], w, 0.0)  # x + 0.0 == x exactly
+    return total
 
 
 CONCENTRATION = 0.75  # see document_idf
@@ -437,7 +463,8 @@ class Retriever:
         top_k = top_k or self.settings.top_k
         per_file = per_file or self.settings.per_file
         min_score = self.settings.min_score if min_score is None else min_score
-        with _Clock(timings)("select_ms"):
+        # one committed state for every read of the selection too
+        with _Clock(timings)("select_ms"), self.store.snapshot():
             selected = self._select(cleaned, query_vec, hits, top_k, per_file, min_score)
         timings["total_ms"] = (time.perf_counter() - t0) * 1000
         return SearchResult(
@@ -491,10 +518,13 @@ class Retriever:
 
     def document_term_weights(self, document_id: str, question: str) -> dict[str, float]:
         """:func:`document_idf` of the question's terms within one document."""
-        features = self.store.chunk_features(document_id)
         terms = tokenize(question, detect_language(question))
-        _, cdf = self.store.term_document_frequencies(list(dict.fromkeys(terms)))
-        return document_idf([f[1] for f in features], terms, cdf, CONCENTRATION)
+        unique = list(dict.fromkeys(terms))
+        with self.store.snapshot():
+            incidence = self.store.document_incidence(document_id, unique)
+            _, cdf = self.store.term_document_frequencies(unique)
+        counts = dict(zip(unique, incidence.present.sum(axis=0).tolist(), strict=True))
+        return idf_within(len(incidence.chunk_ids), counts, terms, cdf, CONCENTRATION)
 
     def _within_document(self, terms: list[str], query_vec: np.ndarray | None,
                          collection_df: Mapping[str, int], doc_hits: list[Hit],
@@ -516,25 +546,30 @@ class Retriever:
         best = doc_hits[0]
         if not terms or best.chunk is None or best.document is None or best.document.chunk_count <= 1:
             return doc_hits[:n]
-        features = self.store.chunk_features(best.chunk.document_id)
-        if len(features) <= 1:
+        unique = list(dict.fromkeys(terms))
+        features = self.store.document_incidence(best.chunk.document_id, unique,
+                                                 vectors=query_vec is not None)
+        n_local = len(features.chunk_ids)
+        if n_local <= 1:
             return doc_hits[:n]
-        idf = document_idf([f[1] for f in features], terms, collection_df, CONCENTRATION)
+        counts = dict(zip(unique, features.present.sum(axis=0).tolist(), strict=True))
+        idf = idf_within(n_local, counts, terms, collection_df, CONCENTRATION)
         total = sum(idf.values())
         if total <= 0:
             return doc_hits[:n]
-        n_local = len(features)
-        vectors = np.stack([f[2] for f in features])
-        cos = vectors @ query_vec if query_vec is not None else np.zeros(n_local)
+        if query_vec is not None and features.vectors is not None:
+            cos = features.vectors @ query_vec
+        else:
+            cos = np.zeros(n_local)
         span = float(cos.max() - cos.min())
         cos_norm = (cos - cos.min()) / span if span > 0 else np.ones(n_local)
-        local = [
-            0.5 * sum(w for t, w in idf.items() if t in f[1]) / total + 0.5 * float(c)
-            for f, c in zip(features, cos_norm, strict=True)
-        ]
+        # 0.5 * sum / total + 0.5 * cosine, in that order (the float64 sums of the per-chunk
+        # loop this replaced, bit for bit)
+        local = (0.5 * weighted_presence(features, idf) / total
+                 + 0.5 * np.asarray(cos_norm, dtype=np.float64)).tolist()
         ranked = sorted(range(n_local), key=lambda i: -local[i])[:n]
         known = {h.chunk_id: h for h in doc_hits}
-        chosen_ids = [features[i][0] for i in ranked]
+        chosen_ids = [features.chunk_ids[i] for i in ranked]
         missing = [cid for cid in chosen_ids if cid not in known]
         if missing:
             fresh = [Hit(chunk_id=cid, score=best.score, source="dense",
@@ -548,11 +583,16 @@ class Retriever:
     def _attach(self, hits: list[Hit], query_vec: np.ndarray | None, terms: list[str]) -> list[Hit]:
         """Load chunks, fill missing dense scores, compute coverage and relevance."""
         loaded = self.store.get_chunks([h.chunk_id for h in hits])
-        terms_of = self.store.terms_of(list(loaded))
+        unique = list(dict.fromkeys(terms))
+        incidence = self.store.chunk_incidence(list(loaded), unique)
         hits = [h for h in hits if h.chunk_id in loaded]
-        n_docs, df = self.store.term_document_frequencies(list(dict.fromkeys(terms)))
+        n_docs, df = self.store.term_document_frequencies(unique)
         idf = {t: bm25_idf(n_docs, d) for t, d in df.items()}
-        total_idf = sum(idf[t] for t in dict.fromkeys(terms)) or 1.0
+        total_idf = sum(idf[t] for t in unique) or 1.0
+        # the IDF-weighted share of the question's terms each chunk holds
+        held = dict(zip(incidence.chunk_ids,
+                        (weighted_presence(incidence, {t: idf[t] for t in unique})
+                         / total_idf).tolist(), strict=True))
         lo, hi = self.embedder.cosine_range
         missing = [i for i, h in enumerate(hits) if h.dense is None]
         if query_vec is not None and missing:
@@ -561,20 +601,20 @@ class Retriever:
                 if hits[i].chunk_id in vecs:
                     hits[i] = replace(hits[i], dense=float(vecs[hits[i].chunk_id] @ query_vec))
         fused = np.array([h.fused if h.fused is not None else h.score for h in hits])
-        span = float(fused.max() - fused.min()) if len(fused) else 0.0
+        low = fused.min() if len(fused) else 0.0
+        span = float(fused.max() - low) if len(fused) else 0.0
         out = []
         for h, f in zip(hits, fused, strict=True):
             chunk, doc = loaded[h.chunk_id]
-            chunk_terms = terms_of.get(h.chunk_id, frozenset())
-            coverage = sum(idf[t] for t in dict.fromkeys(terms) if t in chunk_terms) / total_idf
-            dense_rel = 0.0 if h.dense is None else float(np.clip((h.dense - lo) / (hi - lo), 0, 1))
+            coverage = held.get(h.chunk_id, 0.0)
+            dense_rel = 0.0 if h.dense is None else min(max((h.dense - lo) / (hi - lo), 0.0), 1.0)
             if query_vec is None:  # sparse-only mode
                 relevance = coverage
             elif not terms:
                 relevance = dense_rel
             else:
                 relevance = (dense_rel + coverage) / 2
-            norm = (f - fused.min()) / span if span > 0 else 1.0
+            norm = (f - low) / span if span > 0 else 1.0
             w = self.settings.coverage_weight if terms else 0.0
             score = (1 - w) * norm + w * coverage
             out.append(replace(h, chunk=chunk, document=doc, relevance=relevance, score=float(score)))

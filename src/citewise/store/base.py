@@ -92,6 +92,39 @@ class IndexInfo:
     location: str
 
 
+@dataclass(frozen=True, eq=False)
+class TermIncidence:
+    """Which of some analysed terms each of some chunks holds: the term-chunk incidence
+    matrix the retriever's coverage and within-document weights are computed from, with the
+    chunks' vectors when they were asked for.
+
+    ``chunk_ids``: the chunks, one per row; ``terms``: the terms, one per column (as asked,
+    duplicates kept); ``present``: bool (len(chunk_ids), len(terms)), True where chunk i's
+    analysed BM25 terms hold ``terms[j]`` (exactly ``terms[j] in frozenset(chunk terms)``);
+    ``vectors``: float32 (len(chunk_ids), dim), the stored L2-normalised vectors, row i for
+    chunk i, or None when not asked for.
+    """
+
+    chunk_ids: tuple[str, ...]
+    terms: tuple[str, ...]
+    present: np.ndarray
+    vectors: np.ndarray | None = None
+
+    @classmethod
+    def of(cls, chunk_ids: Sequence[str], chunk_terms: Sequence[frozenset[str]],
+           terms: Sequence[str], vectors: Sequence[np.ndarray] | None = None,
+           dim: int = 1) -> TermIncidence:
+        """The incidence of each chunk's term set ``chunk_terms[i]``; ``vectors``: float32
+        (dim,) each, stacked (an empty stack is (0, ``dim``))."""
+        present = np.array([[t in held for t in terms] for held in chunk_terms],
+                           dtype=bool).reshape(len(chunk_ids), len(terms))
+        stacked = None
+        if vectors is not None:
+            stacked = (np.stack([np.asarray(v, dtype=np.float32) for v in vectors]) if vectors
+                       else np.zeros((0, dim), dtype=np.float32))
+        return cls(tuple(chunk_ids), tuple(terms), present, stacked)
+
+
 @runtime_checkable
 class Store(Protocol):
     def bind_model(self, name: str, dim: int) -> None:
@@ -176,6 +209,19 @@ class Store(Protocol):
     def chunk_features(self, document_id: str) -> list[tuple[str, frozenset[str], np.ndarray]]:
         """Every chunk of a document as ``(chunk id, analysed terms, float32 (dim,) vector)``,
         in ``ordinal`` order."""
+
+    def document_incidence(self, document_id: str, terms: Sequence[str], *,
+                           vectors: bool = False) -> TermIncidence:
+        """Every chunk of a document (``ordinal`` order, as :meth:`chunk_features`) with which
+        of the analysed ``terms`` it holds and, with ``vectors``, its float32 vector: the same
+        values :meth:`chunk_features` gives, reduced to ``terms`` (an unknown document has no
+        rows). A backend may answer from derived in-memory indexes of the state read."""
+
+    def chunk_incidence(self, chunk_ids: Sequence[str], terms: Sequence[str], *,
+                        vectors: bool = False) -> TermIncidence:
+        """The given chunks (first occurrences, in the given order; unknown ids left out)
+        with which of the analysed ``terms`` each holds (as :meth:`terms_of`) and, with
+        ``vectors``, their float32 vectors (as :meth:`vectors_of`)."""
 
     def record_failure(self, document: Document) -> None:
         """Keep a file that could not be read as a ``failed`` document with no chunks."""

@@ -165,6 +165,31 @@ class BM25Index:
         at = at[inside]
         return np.asarray(at[self.rowids[at] == rowids[inside]], dtype=np.int64)
 
+    def incidence(self, positions: np.ndarray, terms: Sequence[str]) -> np.ndarray:
+        """bool (len(positions), len(terms)): whether the chunk at ``positions[i]`` (chunk
+        positions, as :meth:`positions_of` gives them) holds ``terms[j]``, read from the
+        term's postings (a binary search of each position in the term's column, so the cost
+        is the positions times the log of the column's length, never a pass over every
+        chunk). A term the index has never seen is held by no chunk."""
+        # plain views: slicing a memory-mapped array through np.memmap costs more than the
+        # binary search itself
+        indptr, postings = self.indptr.view(np.ndarray), self.positions.view(np.ndarray)
+        at = np.asarray(positions, dtype=postings.dtype)  # no cast of the columns
+        out = np.zeros((at.shape[0], len(terms)), dtype=bool)
+        if at.shape[0] == 0:
+            return out
+        for j, term in enumerate(terms):
+            col = self.vocabulary.get(term)
+            if col is None:
+                continue
+            start, end = int(indptr[col]), int(indptr[col + 1])
+            if start == end:
+                continue
+            column = postings[start:end]
+            found = np.minimum(np.searchsorted(column, at), end - start - 1)
+            out[:, j] = column[found] == at
+        return out
+
     def cached_mask(self, key: object, allowed_rowids: np.ndarray | None = None) -> np.ndarray | None:
         """The bool (n,) mask of the chunks a filter lets through, cached under ``key`` for
         this index's lifetime (one generation; at most 16 kept; an unhashable ``key`` is never

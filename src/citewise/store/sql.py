@@ -14,13 +14,14 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 import numpy as np
 
 from citewise.errors import AnalyzerMismatchError, EmbeddingMismatchError
-from citewise.store.base import Filters, check_filters
+from citewise.store.base import Filters, TermIncidence, check_filters
 from citewise.types import Chunk, Document
 
 #: The ``documents`` columns, in the order :func:`document_from_row` reads them and
@@ -60,15 +61,20 @@ def insert_sql(table: str, columns: Sequence[str], mark: str) -> str:
             f"VALUES ({','.join([mark] * len(columns))})")
 
 
+def _json_list(text: str | None) -> list[Any]:
+    """The JSON array ``text`` (None or ``""``: empty), without the parser for ``[]``."""
+    return [] if not text or text == "[]" else list(json.loads(text))
+
+
 def chunk_from_row(row: Sequence[Any]) -> Chunk:
     """The chunk of a row selected with :func:`chunk_cols` (its first :data:`NCHUNK` values;
     the key is not part of the chunk). ``section`` and ``page_starts`` are JSON text."""
     return Chunk(
         id=row[1], document_id=row[2], ordinal=row[3], text=row[4], source_text=row[5],
-        char_start=row[6], char_end=row[7], section=tuple(json.loads(row[8])), page=row[9],
+        char_start=row[6], char_end=row[7], section=tuple(_json_list(row[8])), page=row[9],
         page_end=row[10], line_start=row[11], line_end=row[12], symbol=row[13],
         content_hash=row[14], token_count=row[15], language=row[16],
-        page_starts=tuple((int(a), int(b)) for a, b in json.loads(row[17] or "[]")),
+        page_starts=tuple((int(a), int(b)) for a, b in _json_list(row[17])),
     )
 
 
@@ -77,8 +83,9 @@ def document_from_row(row: Sequence[Any]) -> Document:
     JSON text."""
     return Document(
         id=row[0], path=row[1], source_path=row[2], title=row[3], format=row[4],
-        content_hash=row[5], chunk_count=row[6], pages=row[7], metadata=json.loads(row[8]),
-        warnings=tuple(json.loads(row[9])), indexed_at=row[10], status=row[11], error=row[12],
+        content_hash=row[5], chunk_count=row[6], pages=row[7],
+        metadata={} if row[8] == "{}" else json.loads(row[8]),
+        warnings=tuple(_json_list(row[9])), indexed_at=row[10], status=row[11], error=row[12],
         collection=row[13],
     )
 
@@ -221,6 +228,44 @@ class SQLStore:
     def generation(self) -> int:  # pragma: no cover - every backend overrides it
         """A counter bumped by every committed write."""
         raise NotImplementedError
+
+    def snapshot(self) -> AbstractContextManager[None]:  # pragma: no cover - overridden
+        """See :meth:`Store.snapshot`."""
+        raise NotImplementedError
+
+    def chunk_features(self, document_id: str,
+                       ) -> list[tuple[str, frozenset[str], np.ndarray]]:  # pragma: no cover
+        """See :meth:`Store.chunk_features` (every backend overrides it)."""
+        raise NotImplementedError
+
+    def terms_of(self, chunk_ids: Sequence[str]) -> dict[str, frozenset[str]]:  # pragma: no cover
+        """See :meth:`Store.terms_of` (every backend overrides it)."""
+        raise NotImplementedError
+
+    def vectors_of(self, chunk_ids: Sequence[str]) -> dict[str, np.ndarray]:  # pragma: no cover
+        """See :meth:`Store.vectors_of` (every backend overrides it)."""
+        raise NotImplementedError
+
+    def document_incidence(self, document_id: str, terms: Sequence[str], *,
+                           vectors: bool = False) -> TermIncidence:
+        """See :meth:`Store.document_incidence`: from :meth:`chunk_features` (one query
+        reading every chunk's terms and vector)."""
+        features = self.chunk_features(document_id)
+        dim = self.stored_model()[1] or 1
+        return TermIncidence.of([f[0] for f in features], [f[1] for f in features], terms,
+                                [f[2] for f in features] if vectors else None, dim)
+
+    def chunk_incidence(self, chunk_ids: Sequence[str], terms: Sequence[str], *,
+                        vectors: bool = False) -> TermIncidence:
+        """See :meth:`Store.chunk_incidence`: from :meth:`terms_of` and :meth:`vectors_of`,
+        read in one snapshot."""
+        with self.snapshot():
+            held = self.terms_of(chunk_ids)
+            found = [c for c in dict.fromkeys(chunk_ids) if c in held]
+            stored = self.vectors_of(found) if vectors else {}
+        dim = self.stored_model()[1] or 1
+        return TermIncidence.of(found, [held[c] for c in found], terms,
+                                [stored[c] for c in found] if vectors else None, dim)
 
     def _meta(self, key: str) -> str | None:
         row = self.db.execute(f"SELECT value FROM {self.META_TABLE} WHERE key = {self.MARK}",

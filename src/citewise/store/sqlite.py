@@ -61,7 +61,7 @@ import numpy as np
 
 from citewise.errors import IndexChangedError, IndexError_
 from citewise.store import derived_files
-from citewise.store.base import Filters, IndexInfo, nested_read_transaction
+from citewise.store.base import Filters, IndexInfo, TermIncidence, nested_read_transaction
 from citewise.store.bm25 import BM25_B, BM25_K1, bm25_scores
 from citewise.store.bm25_index import BM25Index, KeptIndex, hashable, query_counts
 from citewise.store.dense_index import EXACT_BELOW, RESCORE_FACTOR, RESCORE_MIN, DenseIndex
@@ -223,6 +223,17 @@ class UserVersionLedger:
 _CHUNK_COLS = chunk_cols("rowid")
 _CHUNK_INSERT = insert_sql("chunks", chunk_insert_columns("vector"), "?")
 _DOCUMENT_INSERT = insert_sql("documents", DOCUMENT_COLUMNS, "?")
+
+
+def _positions(keys: np.ndarray, wanted: np.ndarray) -> np.ndarray | None:
+    """Positions (int64) of int64 ``wanted`` row keys in the int64 ascending ``keys`` of a
+    derived index, or None when one of them is not there."""
+    keys = keys.view(np.ndarray)
+    at = np.searchsorted(keys, wanted)
+    if at.shape[0] and (int(at.max()) >= keys.shape[0]
+                        or not np.array_equal(keys[at], wanted)):
+        return None
+    return at
 
 
 @contextmanager
@@ -498,6 +509,62 @@ class SQLiteStore(SQLStore):
             (document_id,),
         )
         return [(cid, frozenset(t.split()), np.frombuffer(v, dtype="<f4")) for cid, t, v in rows]
+
+    def document_incidence(self, document_id: str, terms: Sequence[str], *,
+                           vectors: bool = False) -> TermIncidence:
+        """See :meth:`Store.document_incidence`. When the BM25 index is that of the state
+        read, the chunks' row keys come from the ``chunks_document`` index (no chunk's terms
+        or vector is read from the file), which terms each holds from the index's postings
+        (:meth:`BM25Index.incidence`) and the vectors from the dense index's matrix (the
+        stored bytes, so equal to :meth:`chunk_features`'s); else from
+        :meth:`chunk_features`."""
+        with self.snapshot():
+            index = self._bm25_kept.current(self.generation()) if self.bm25_index else None
+            if index is not None:
+                rows = self.db.execute(
+                    "SELECT rowid, id FROM chunks WHERE document_id = ? ORDER BY ordinal",
+                    (document_id,)).fetchall()
+                found = self._indexed_incidence(index, rows, terms, vectors)
+                if found is not None:
+                    return found
+            return super().document_incidence(document_id, terms, vectors=vectors)
+
+    def chunk_incidence(self, chunk_ids: Sequence[str], terms: Sequence[str], *,
+                        vectors: bool = False) -> TermIncidence:
+        """See :meth:`Store.chunk_incidence`: from the in-memory indexes of the state read
+        when the BM25 index is current (row keys by the chunks' ids, then as
+        :meth:`document_incidence`), else from :meth:`terms_of` and :meth:`vectors_of`."""
+        with self.snapshot():
+            index = self._bm25_kept.current(self.generation()) if self.bm25_index else None
+            if index is not None:
+                keys: dict[str, int] = {row[0]: row[1] for row in self._rows_in(
+                    "SELECT id, rowid FROM chunks WHERE id IN ({marks})", chunk_ids)}
+                rows = [(keys[c], c) for c in dict.fromkeys(chunk_ids) if c in keys]
+                found = self._indexed_incidence(index, rows, terms, vectors)
+                if found is not None:
+                    return found
+            return super().chunk_incidence(chunk_ids, terms, vectors=vectors)
+
+    def _indexed_incidence(self, index: BM25Index, rows: Sequence[tuple[int, str]],
+                           terms: Sequence[str], vectors: bool) -> TermIncidence | None:
+        """The incidence of the chunks ``rows`` (``(row key, chunk id)``, read in the
+        snapshot ``index`` reflects) from ``index`` and, with ``vectors``, the dense index of
+        the same state; None when a row key is missing from either (never expected: both
+        reflect the state read)."""
+        rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        at = _positions(index.rowids, rowids)
+        if at is None:
+            return None
+        stacked = None
+        if vectors:
+            matrix = self._load_matrix()
+            rows_at = _positions(matrix.rowids, rowids)
+            if rows_at is None:
+                return None
+            # a C-contiguous float32 copy of the rows (a plain view: no np.memmap per row)
+            stacked = matrix.vectors.view(np.ndarray)[rows_at]
+        return TermIncidence(tuple(r[1] for r in rows), tuple(terms),
+                             index.incidence(at, terms), stacked)
 
     def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, tuple[Chunk, Document]]:
         sql = (f"SELECT {_CHUNK_COLS}, {DOC_COLS} FROM chunks c "

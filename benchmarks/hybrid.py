@@ -1,0 +1,217 @@
+"""Hybrid retrieval without the query embedding on the SQLite store: this tree's
+``Retriever.search`` against another tree's (``--baseline-src``), queries interleaved, with
+the time spent outside the two legs.
+
+Data: ``benchmarks/stores.py``'s corpus (N chunks of real text, 100 per document, random unit
+384-d vectors), written once into ``<work>/bm25-N.sqlite3`` (the file
+``benchmarks/bm25_index.py`` builds; reused when it holds N chunks), its BM25 and dense
+indexes built (and saved next to it) before the measurement. Queries: SciFact test queries.
+
+Each tree runs in a process of its own (``PYTHONPATH`` its ``src``), both opening the same file
+with ``SQLiteStore(bm25_build="wait")`` and the default settings (minilm, weighted fusion, no
+reranker, ``top_k`` 5, one chunk per file). The question embeddings are precomputed: each
+process embeds every query (and the asking clause the selection embeds) once with the real
+model before measuring (the texts ``search`` embeds: the cleaned question cut to the
+model's limit, and its asking clause), and later calls return the same vectors from a cache;
+5 searches load the indexes, so the other queries' documents are read cold. Then the
+processes answer query by query in turn (the order alternating), each timing its own
+``Retriever.search`` call (the embedding's ``embed_ms`` subtracted), so load from other jobs
+falls on both alike.
+
+Reported per tree: p50 / p95 ms of the search, of each stage (``dense_ms``, ``sparse_ms``:
+the two legs; ``fusion_ms``, ``load_ms``: candidates' chunks, coverage and relevance;
+``select_ms``: the within-document step), and of the rest, the search minus the two legs;
+p50 ratios to the baseline; and how many queries got identical results in both trees (every
+hit's chunk id, source, score, dense, sparse, fused and relevance, floats compared exactly).
+
+Usage::
+
+    python benchmarks/hybrid.py --chunks 100000 --queries 200 --baseline-src ../base/src
+
+Prints Markdown tables and the load average (``os.getloadavg``); docs/benchmarks.md records
+them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+STAGES = ("dense_ms", "sparse_ms", "fusion_ms", "load_ms", "select_ms")
+
+
+def load() -> str:
+    return "load {:.1f} {:.1f} {:.1f}".format(*os.getloadavg())
+
+
+def note(message: str) -> None:
+    print(f"# {message} ({time.strftime('%H:%M:%S')}, {load()})", file=sys.stderr, flush=True)
+
+
+def pct(values: list[float], q: float) -> float:
+    return float(np.percentile(values, q))
+
+
+def queries_of(n: int) -> list[str]:
+    sys.path[:0] = [str(ROOT / "benchmarks")]
+    from latency import DATASETS
+
+    from citewise.eval.datasets import load_beir
+
+    scifact = load_beir(DATASETS / "scifact")
+    return [q for _, q in sorted(scifact.queries.items())][:n]
+
+
+def worker(db: Path, n_queries: int, home: Path) -> None:
+    """Answer query numbers read from stdin, one JSON line each: ms and a result digest."""
+    from citewise.config import Settings
+    from citewise.embed import load_embedder
+    from citewise.retrieve.retriever import (
+        Retriever,
+        _tail_to_fit,
+        clean_query,
+        question_clause,
+    )
+    from citewise.store.sqlite import SQLiteStore
+
+    queries = queries_of(n_queries)
+    store = SQLiteStore(db, bm25_build="wait")
+    settings = Settings(home=home, llm_provider="none")
+    embedder = load_embedder(settings.embedding_model, settings.threads)
+    # precomputed embeddings: the real model's vectors, computed once per text
+    embedder.embed_query = functools.lru_cache(maxsize=None)(embedder.embed_query)  # type: ignore[method-assign]
+    retriever = Retriever(settings, store, embedder)
+    for q in queries:  # the texts search embeds: the question, and its asking clause
+        cleaned = clean_query(q, settings.max_query_chars)
+        embedder.embed_query(_tail_to_fit(cleaned, embedder))
+        embedder.embed_query(question_clause(cleaned))
+    for q in queries[:5]:  # loads (maps) the indexes; the other queries' pages stay cold
+        retriever.search(q)
+    print(json.dumps({"ready": True}), flush=True)
+    for line in sys.stdin:
+        i = int(line)
+        t0 = time.perf_counter()
+        result = retriever.search(queries[i])
+        ms = (time.perf_counter() - t0) * 1000 - result.timings_ms.get("embed_ms", 0.0)
+        digest = [(h.chunk_id, h.source, repr(h.score), repr(h.dense), repr(h.sparse),
+                   repr(h.fused), repr(h.relevance)) for h in result.hits]
+        print(json.dumps({"ms": ms, "stages": {s: result.timings_ms.get(s, 0.0) for s in STAGES},
+                          "hits": digest}), flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--chunks", type=int, default=100_000)
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--baseline-src", type=Path, required=False,
+                    help="the src folder of the tree to compare with")
+    ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "citewise-bench")
+    ap.add_argument("--worker", type=Path, help=argparse.SUPPRESS)  # the index file
+    args = ap.parse_args()
+    if args.worker is not None:
+        worker(args.worker, args.queries, args.work / "home")
+        return
+    note("start")
+    n = args.chunks
+    sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
+    from stores import corpus, ingest
+
+    from citewise.store.sqlite import SQLiteStore
+
+    path = args.work / f"bm25-{n}.sqlite3"
+    store = SQLiteStore(path, bm25_build="wait")
+    if store.info().chunks != n:
+        store.close()
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
+        texts, terms, vecs = corpus(n, args.work)
+        store = SQLiteStore(path, bm25_build="wait")
+        rate = ingest(store, texts, terms, vecs)
+        del texts, terms, vecs
+        note(f"ingested {n} chunks at {rate:,.0f} chunks/s")
+    with store.snapshot():  # both indexes built and saved once, then mapped by the workers
+        store._load_bm25_index()
+        store._load_matrix()
+    store.close()
+    note("indexes ready")
+
+    trees = {"this tree": ROOT / "src"}
+    if args.baseline_src is not None:
+        trees = {"baseline": args.baseline_src.resolve(), **trees}
+    procs = {}
+    for name, src in trees.items():
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(src), str(src.parent)])}
+        procs[name] = subprocess.Popen(
+            [sys.executable, str(Path(__file__).resolve()), "--worker", str(path),
+             "--queries", str(args.queries), "--work", str(args.work)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+    for name, proc in procs.items():
+        assert proc.stdout is not None
+        ready = json.loads(proc.stdout.readline())
+        assert ready.get("ready"), f"{name}: worker failed"
+    note("workers ready (embeddings computed, indexes loaded)")
+
+    got: dict[str, list[dict]] = {name: [] for name in procs}  # type: ignore[type-arg]
+    names = list(procs)
+    for i in range(args.queries):
+        for name in (names if i % 2 == 0 else names[::-1]):
+            proc = procs[name]
+            assert proc.stdin is not None and proc.stdout is not None
+            proc.stdin.write(f"{i}\n")
+            proc.stdin.flush()
+            got[name].append(json.loads(proc.stdout.readline()))
+    for proc in procs.values():
+        assert proc.stdin is not None
+        proc.stdin.close()
+        proc.wait()
+    note("measured")
+
+    print(f"# {platform.machine()}, {os.cpu_count()} cores; {n:,} chunks x 384-d, "
+          f"{args.queries} SciFact queries; end {time.strftime('%H:%M:%S')} {load()}")
+    base = names[0]
+    print("\n| hybrid without query embedding | p50 ms | p95 ms | outside the legs p50 ms "
+          "| outside p95 | p50 / " + base + " p50 | outside p50 / " + base + " |")
+    print("|---|---|---|---|---|---|---|")
+    summary = {}
+    for name in names:
+        total = [r["ms"] for r in got[name]]
+        outside = [r["ms"] - r["stages"]["dense_ms"] - r["stages"]["sparse_ms"]
+                   for r in got[name]]
+        summary[name] = (pct(total, 50), pct(outside, 50))
+    for name in names:
+        total = [r["ms"] for r in got[name]]
+        outside = [r["ms"] - r["stages"]["dense_ms"] - r["stages"]["sparse_ms"]
+                   for r in got[name]]
+        print(f"| {name} | {pct(total, 50):.2f} | {pct(total, 95):.2f} | "
+              f"{pct(outside, 50):.2f} | {pct(outside, 95):.2f} | "
+              f"{pct(total, 50) / summary[base][0]:.3f} | "
+              f"{pct(outside, 50) / summary[base][1]:.3f} |")
+    print("\n| stage p50 / p95 ms | " + " | ".join(names) + " |")
+    print("|---|" + "---|" * len(names))
+    for stage in STAGES:
+        cells = []
+        for name in names:
+            values = [r["stages"][stage] for r in got[name]]
+            cells.append(f"{pct(values, 50):.2f} / {pct(values, 95):.2f}")
+        print(f"| {stage} | " + " | ".join(cells) + " |")
+    if len(names) == 2:
+        same = sum(a["hits"] == b["hits"] for a, b in zip(got[names[0]], got[names[1]],
+                                                           strict=True))
+        found = sum(bool(a["hits"]) for a in got[names[0]])
+        print(f"\nidentical results (ids, order, sources, scores, relevance): {same} of "
+              f"{args.queries} queries ({found} with evidence)")
+
+
+if __name__ == "__main__":
+    main()
