@@ -55,7 +55,7 @@ import psycopg
 
 from citewise.config import redact_url
 from citewise.errors import ConfigError, IndexError_, ShardUnavailableError
-from citewise.store.base import Filters, IndexInfo, check_filters
+from citewise.store.base import Filters, IndexInfo, TermIncidence, check_filters
 from citewise.store.bm25 import BM25Stats
 from citewise.store.postgres import PostgresStore, check_dimension
 from citewise.store.sql import check_analyzer_binding, check_model_binding
@@ -448,6 +448,32 @@ class ShardedPostgresStore:
 
     def chunk_features(self, document_id: str) -> list[tuple[str, frozenset[str], np.ndarray]]:
         return self._on(self._home(document_id), lambda s: s.chunk_features(document_id))
+
+    def document_incidence(self, document_id: str, terms: Sequence[str], *,
+                           vectors: bool = False) -> TermIncidence:
+        """See :meth:`Store.document_incidence` (from the document's shard)."""
+        return self._on(self._home(document_id),
+                        lambda s: s.document_incidence(document_id, terms, vectors=vectors))
+
+    def chunk_incidence(self, chunk_ids: Sequence[str], terms: Sequence[str], *,
+                        vectors: bool = False) -> TermIncidence:
+        """See :meth:`Store.chunk_incidence`: every shard asked at once for the chunks it
+        holds, rows put back in the order of ``chunk_ids`` (first occurrences)."""
+        parts = self._each(lambda s: s.chunk_incidence(chunk_ids, terms, vectors=vectors))
+        rows: dict[str, tuple[np.ndarray, np.ndarray | None]] = {}
+        for part in parts:
+            for i, cid in enumerate(part.chunk_ids):
+                rows[cid] = (part.present[i], None if part.vectors is None else part.vectors[i])
+        found = [c for c in dict.fromkeys(chunk_ids) if c in rows]
+        present = (np.stack([rows[c][0] for c in found]) if found
+                   else np.zeros((0, len(terms)), dtype=bool))
+        stacked = None
+        if vectors:
+            dim = next((p.vectors.shape[1] for p in parts if p.vectors is not None), 1)
+            kept = [v for c in found if (v := rows[c][1]) is not None]
+            stacked = (np.stack(kept).astype(np.float32) if kept
+                       else np.zeros((0, dim), dtype=np.float32))
+        return TermIncidence(tuple(found), tuple(terms), present, stacked)
 
     def export(self, document_id: str) -> tuple[list[Chunk], np.ndarray, list[str]]:
         return self._on(self._home(document_id), lambda s: s.export(document_id))
