@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from citewise.api.errors import status_for
 from citewise.config import Settings
 from citewise.errors import ConfigError, ShardUnavailableError
 from citewise.store.base import BulkLoading, FileBacked, SelfChecking
@@ -271,6 +272,8 @@ def test_a_shard_that_is_down_fails_every_search_naming_it(postgres_server_url):
             ShardedPostgresStore(urls)
         assert "CITEWISE_STORE" not in str(refused.value)  # the setting is the shards one
         assert "CITEWISE_POSTGRES_SHARDS" in str(refused.value)
+        # the HTTP API answers 503 (a server is down: retry), not IndexError_'s 409 conflict
+        assert status_for(refused.value) == 503
         down.restart()
         pgserver.wait_ready(down.url)
         assert len(store.sparse_search(tokenize("lighthouse"), 10)) == 8
