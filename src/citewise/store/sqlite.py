@@ -64,7 +64,13 @@ from citewise.store import derived_files
 from citewise.store.base import Filters, IndexInfo, nested_read_transaction
 from citewise.store.bm25 import BM25_B, BM25_K1, bm25_scores
 from citewise.store.bm25_index import BM25Index, KeptIndex, hashable, query_counts
-from citewise.store.dense_index import EXACT_BELOW, RESCORE_FACTOR, RESCORE_MIN, DenseIndex
+from citewise.store.dense_index import (
+    EXACT_BELOW,
+    IVF_FROM,
+    RESCORE_FACTOR,
+    RESCORE_MIN,
+    DenseIndex,
+)
 from citewise.store.derived_files import Stamp, derived_folder
 from citewise.store.migrations import named, run_migrations
 from citewise.store.scope import scoped_document_ids
@@ -261,7 +267,7 @@ class SQLiteStore(SQLStore):
                  bm25_index: bool = True,
                  bm25_build: Literal["background", "wait"] = "background",
                  dense_exact_below: int = EXACT_BELOW, dense_rescore_factor: int = RESCORE_FACTOR,
-                 dense_rescore_min: int = RESCORE_MIN,
+                 dense_rescore_min: int = RESCORE_MIN, dense_ivf_from: int = IVF_FROM,
                  derived_files_from: int | None = DERIVED_FILES_FROM) -> None:
         self.path = Path(path)
         self._busy_timeout_s = busy_timeout_s
@@ -278,6 +284,10 @@ class SQLiteStore(SQLStore):
         self.dense_exact_below = dense_exact_below
         self.dense_rescore_factor = dense_rescore_factor
         self.dense_rescore_min = dense_rescore_min
+        #: from this many chunks (and at least ``dense_exact_below``) the codes are held in
+        #: inverted lists (k-means, built per generation) and a search scans the lists nearest
+        #: the query (:class:`~citewise.store.dense_index.IVFLists`)
+        self.dense_ivf_from = dense_ivf_from
         #: indexes of at least this many chunks are saved next to the file per generation
         #: and opened memory-mapped by the next process reading that state
         #: (:mod:`citewise.store.derived_files`); None: never saved, always built
@@ -673,7 +683,8 @@ class SQLiteStore(SQLStore):
                 return self._matrix
             options = {"exact_below": self.dense_exact_below,
                        "rescore_factor": self.dense_rescore_factor,
-                       "rescore_min": self.dense_rescore_min}
+                       "rescore_min": self.dense_rescore_min,
+                       "ivf_from": self.dense_ivf_from}
             with self.snapshot():  # the generation, the count and the rows from one state
                 generation = self.generation()
                 stamp = self._stamp()
