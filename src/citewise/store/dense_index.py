@@ -60,7 +60,7 @@ IVF_FROM = 200_000
 IVF_LISTS_PER_ROOT = 1.0
 #: share of the candidate chunks whose codes an inverted-file search scans (the nearest
 #: lists, by centroid, until their candidates add up to this share; at least the shortlist)
-IVF_SCAN = 0.03
+IVF_SCAN = 0.2
 #: k-means rounds, and training rows per list (a sample of the vectors)
 IVF_ROUNDS = 8
 IVF_SAMPLE_PER_LIST = 32
