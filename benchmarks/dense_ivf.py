@@ -66,7 +66,8 @@ def recall(chunks: np.ndarray, queries: dict[str, np.ndarray], lists: list[int],
                   + f" | **{np.mean(every):.4f}** | {build:.1f} |", flush=True)
 
 
-def latency(real: np.ndarray, real_queries: np.ndarray, n: int, n_queries: int) -> None:
+def latency(real: np.ndarray, real_queries: np.ndarray, n: int, n_queries: int,
+            scans: list[float]) -> None:
     vectors = generated(real, n, seed=n)
     rowids = np.arange(n, dtype=np.int64)
     t0 = time.perf_counter()
@@ -81,15 +82,17 @@ def latency(real: np.ndarray, real_queries: np.ndarray, n: int, n_queries: int) 
     rng = np.random.default_rng(7)
     qs = generated(real_queries[rng.permutation(real_queries.shape[0])[:n_queries]],
                    n_queries, seed=1)
-    methods = {"exact": DenseMethod.EXACT, "int8 (flat scan)": DenseMethod.INT8,
-               "ivf": DenseMethod.IVF}
-    for method in methods.values():
+    methods = {"exact": (DenseMethod.EXACT, 0.0), "int8 (flat scan)": (DenseMethod.INT8, 0.0)}
+    methods |= {f"ivf, {scan:.0%} scanned": (DenseMethod.IVF, scan) for scan in scans}
+    for method, scan in methods.values():
+        index.ivf_scan = scan
         for q in qs[:3]:
             index.top(q, 50, method=method)
     times: dict[str, list[float]] = {k: [] for k in methods}
     tops: dict[str, list[list[int]]] = {k: [] for k in methods}
     for q in qs:
-        for name, method in methods.items():
+        for name, (method, scan) in methods.items():
+            index.ivf_scan = scan
             t0 = time.perf_counter()
             ids, _ = index.top(q, 50, method=method)
             times[name].append((time.perf_counter() - t0) * 1000)
@@ -112,6 +115,7 @@ def main() -> None:
     ap.add_argument("--lists", default="", help="list counts for the recall table "
                     "(default: the rule's for the real chunks, and 4x it)")
     ap.add_argument("--scans", default="0.1,0.2")
+    ap.add_argument("--latency-scans", default="0.1,0.2")
     ap.add_argument("--no-recall", action="store_true")
     ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "citewise-bench")
     args = ap.parse_args()
@@ -123,7 +127,8 @@ def main() -> None:
         lists = [int(s) for s in args.lists.split(",")] if args.lists else [rule, 4 * rule]
         recall(real, {k: v[::args.query_step] for k, v in queries.items()}, lists,
                [float(s) for s in args.scans.split(",")])
-    latency(real, np.concatenate(list(queries.values())), args.chunks, args.queries)
+    latency(real, np.concatenate(list(queries.values())), args.chunks, args.queries,
+            [float(s) for s in args.latency_scans.split(",")])
     print(f"\n# end {time.strftime('%H:%M:%S')} {load()}")
 
 
