@@ -764,7 +764,9 @@ class SQLiteStore(SQLStore):
         ``dense_exact_below`` chunks; at or above it, int8 codes pick a shortlist of
         ``max(dense_rescore_factor * k, dense_rescore_min)`` chunks whose exact cosines give
         the top ``k`` (recall@10 >= 0.99 against exact on real embeddings, see
-        docs/benchmarks.md). Raises ValueError for a query of the wrong dimension or an
+        docs/benchmarks.md); from ``dense_ivf_from`` chunks those codes are scanned only in
+        the inverted lists nearest the query (a filter's candidates counted per list).
+        Raises ValueError for a query of the wrong dimension or an
         unknown filter key."""
         wanted = ChunkFilter.parse(filters)
         with self.snapshot():  # the index, the filter and the hits from one state
