@@ -337,3 +337,22 @@ def test_store_searches_through_lists_filters_deletes_and_maps_them(tmp_path):
     assert other._load_matrix().ivf.codes.shape == (1_980, DIM)
     store.close()
     other.close()
+
+
+def test_saved_arrays_without_lists_are_rebuilt_with_them(tmp_path):
+    """A dense folder saved before the lists existed (codes only) is not used half-built: the
+    store rebuilds the index with lists and saves it, and the next process maps them."""
+    path = tmp_path / "index.sqlite3"
+    flat = {"dense_exact_below": 1_000, "dense_ivf_from": 10_000, "derived_files_from": 1_000}
+    store = SQLiteStore(path, **flat)
+    fill(store, unit_rows(1_200, DIM, 41))
+    assert store._load_matrix().method is DenseMethod.INT8
+    store.close()
+    lists = flat | {"dense_ivf_from": 1_000}
+    again = SQLiteStore(path, **lists)
+    assert again._load_matrix().ivf is not None
+    again.close()
+    third = SQLiteStore(path, **lists)
+    mapped = third._load_matrix()
+    assert mapped.ivf is not None and isinstance(mapped.ivf.codes, np.memmap)
+    third.close()

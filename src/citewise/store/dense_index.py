@@ -385,14 +385,21 @@ class DenseIndex:
     def from_arrays(cls, generation: int, arrays: Mapping[str, np.ndarray], *,
                     exact_below: int = EXACT_BELOW, rescore_factor: int = RESCORE_FACTOR,
                     rescore_min: int = RESCORE_MIN, ivf_from: int = IVF_FROM,
-                    ivf_lists: int | None = None, ivf_scan: float = IVF_SCAN) -> DenseIndex:
+                    ivf_lists: int | None = None, ivf_scan: float = IVF_SCAN,
+                    complete: bool = False) -> DenseIndex:
         """The index of saved :meth:`arrays` (memory-mapped or not), with what :meth:`build`
         would give for its size and settings: the saved codes and lists when they fit, else
-        computed now; raises ValueError when the row keys and vectors do not fit together."""
+        computed now; raises ValueError when the row keys and vectors do not fit together,
+        or, when ``complete``, when the codes or lists its size needs are not saved (e.g.
+        arrays saved before the lists existed: the caller rebuilds and saves them)."""
         rowids, vectors = arrays["rowids"], arrays["vectors"]
         n = int(rowids.shape[0])
         if vectors.ndim != 2 or vectors.shape[0] != n or vectors.dtype != np.float32:
             raise ValueError("the saved dense arrays do not fit together")
+        if complete and n and n >= exact_below:
+            need = "ivf_codes" if n >= ivf_from else "codes"
+            if need not in arrays or "scales" not in arrays:
+                raise ValueError(f"the saved dense arrays lack {need}")
         return cls._coded(generation, rowids, vectors, arrays, exact_below, rescore_factor,
                           rescore_min, ivf_from, ivf_lists, ivf_scan)
 

@@ -681,15 +681,15 @@ class SQLiteStore(SQLStore):
         with self._lock:
             if self._matrix is not None and self._matrix.generation == generation:
                 return self._matrix
-            options = {"exact_below": self.dense_exact_below,
-                       "rescore_factor": self.dense_rescore_factor,
-                       "rescore_min": self.dense_rescore_min,
-                       "ivf_from": self.dense_ivf_from}
+            options: dict[str, Any] = {"exact_below": self.dense_exact_below,
+                                        "rescore_factor": self.dense_rescore_factor,
+                                        "rescore_min": self.dense_rescore_min,
+                                        "ivf_from": self.dense_ivf_from}
             with self.snapshot():  # the generation, the count and the rows from one state
                 generation = self.generation()
                 stamp = self._stamp()
-                built = self._mapped(
-                    "dense", stamp, lambda a: DenseIndex.from_arrays(generation, a, **options))
+                built = self._mapped("dense", stamp, lambda a: DenseIndex.from_arrays(
+                    generation, a, complete=True, **options))
                 if built is None:
                     rowids, vectors = self._read_vectors()
             if built is None:
