@@ -30,7 +30,9 @@ new version, never a mix. WAL lets readers search while one writer ingests; writ
 generation (:mod:`citewise.store.dense_index`): the float32 matrix of all vectors, searched
 exactly with one matrix-vector product (only the filter's rows when a filter keeps under a
 quarter of them) below ``dense_exact_below`` chunks (20,000), and from 20,000 chunks on
-through int8 codes (SimSIMD's int8 dot products) whose best shortlist is re-scored exactly.
+through int8 codes (SimSIMD's int8 dot products) whose best shortlist is re-scored exactly;
+from ``dense_ivf_from`` chunks (200,000) only the codes in the inverted lists nearest the
+query are scanned (k-means lists built per generation).
 From ``derived_files_from`` chunks (20,000) both derived indexes are saved per generation in
 ``<file>.derived/`` (:mod:`citewise.store.derived_files`) and the next process that reads the
 same state maps them (``numpy`` memmaps) instead of reading every row: a restart opens a
