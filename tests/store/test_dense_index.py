@@ -217,6 +217,23 @@ def test_the_threshold_comes_from_the_settings(tmp_path):
     exact.close()
 
 
+def test_the_inverted_lists_come_from_the_settings(tmp_path):
+    from citewise.config import Settings
+    from citewise.store.factory import open_store
+
+    store = open_store(Settings(home=tmp_path, dense_exact_below=0, dense_ivf_from=8,
+                                dense_ivf_scan=0.5))
+    assert isinstance(store, SQLiteStore)
+    fill(store, unit_rows(40, DIM, 5), per_doc=10)
+    index = store._load_matrix()
+    assert index.method is DenseMethod.IVF and index.ivf_scan == 0.5
+    store.close()
+    default = open_store(Settings(home=tmp_path, dense_exact_below=0))
+    assert default._load_matrix().method is DenseMethod.INT8  # 40 chunks < 200,000
+    assert default.dense_ivf_scan == 0.3
+    default.close()
+
+
 def test_vectors_are_read_in_batches_in_row_key_order(tmp_path):
     store = SQLiteStore(tmp_path / "index.sqlite3")
     vectors = unit_rows(45, DIM, 4)

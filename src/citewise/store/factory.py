@@ -45,7 +45,8 @@ def open_store(settings: Settings) -> Store:
     :class:`~citewise.store.postgres.PostgresStore` (needs ``pip install 'citewise[postgres]'``),
     searched with ``CITEWISE_HNSW_EF_SEARCH`` (BM25 from an in-memory index per process with
     ``CITEWISE_POSTGRES_BM25_INDEX``); SQLite's dense search is exact below
-    ``CITEWISE_DENSE_EXACT_BELOW`` chunks.
+    ``CITEWISE_DENSE_EXACT_BELOW`` chunks and scans inverted lists from
+    ``CITEWISE_DENSE_IVF_FROM`` (``CITEWISE_DENSE_IVF_SCAN`` of the codes).
 
     With ``CITEWISE_POSTGRES_SHARDS`` (two or more URLs) the collection is sharded across
     those servers (:class:`~citewise.store.sharded.ShardedPostgresStore`, the same search
@@ -70,7 +71,9 @@ def open_store(settings: Settings) -> Store:
             f"CITEWISE_STORE: the {scheme!r} backend is not available; give a folder or "
             ".sqlite3 path, or a postgresql://user:password@host:port/database URL"
         )
-    return SQLiteStore(settings.index_path, dense_exact_below=settings.dense_exact_below)
+    return SQLiteStore(settings.index_path, dense_exact_below=settings.dense_exact_below,
+                       dense_ivf_from=settings.dense_ivf_from,
+                       dense_ivf_scan=settings.dense_ivf_scan)
 
 
 def open_location(spec: str) -> Store:

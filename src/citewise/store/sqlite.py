@@ -69,6 +69,7 @@ from citewise.store.bm25_index import BM25Index, KeptIndex, hashable, query_coun
 from citewise.store.dense_index import (
     EXACT_BELOW,
     IVF_FROM,
+    IVF_SCAN,
     RESCORE_FACTOR,
     RESCORE_MIN,
     DenseIndex,
@@ -281,6 +282,7 @@ class SQLiteStore(SQLStore):
                  bm25_build: Literal["background", "wait"] = "background",
                  dense_exact_below: int = EXACT_BELOW, dense_rescore_factor: int = RESCORE_FACTOR,
                  dense_rescore_min: int = RESCORE_MIN, dense_ivf_from: int = IVF_FROM,
+                 dense_ivf_scan: float = IVF_SCAN,
                  derived_files_from: int | None = DERIVED_FILES_FROM) -> None:
         self.path = Path(path)
         self._busy_timeout_s = busy_timeout_s
@@ -301,6 +303,9 @@ class SQLiteStore(SQLStore):
         #: inverted lists (k-means, built per generation) and a search scans the lists nearest
         #: the query (:class:`~citewise.store.dense_index.IVFLists`)
         self.dense_ivf_from = dense_ivf_from
+        #: the share of the candidates' codes an inverted-file search scans (recall against
+        #: speed: see :data:`~citewise.store.dense_index.IVF_SCAN`)
+        self.dense_ivf_scan = dense_ivf_scan
         #: indexes of at least this many chunks are saved next to the file per generation
         #: and opened memory-mapped by the next process reading that state
         #: (:mod:`citewise.store.derived_files`); None: never saved, always built
@@ -753,7 +758,8 @@ class SQLiteStore(SQLStore):
             options: dict[str, Any] = {"exact_below": self.dense_exact_below,
                                         "rescore_factor": self.dense_rescore_factor,
                                         "rescore_min": self.dense_rescore_min,
-                                        "ivf_from": self.dense_ivf_from}
+                                        "ivf_from": self.dense_ivf_from,
+                                        "ivf_scan": self.dense_ivf_scan}
             with self.snapshot():  # the generation, the count and the rows from one state
                 generation = self.generation()
                 stamp = self._stamp()
