@@ -14,9 +14,11 @@ from citewise.store.dense_index import (
     EXACT_BELOW,
     DenseIndex,
     DenseMethod,
+    IVFLists,
     int8_codes,
     int8_scales,
     int8_scores,
+    ivf_list_count,
     query_code,
 )
 from citewise.store.sqlite import SQLiteStore
@@ -55,7 +57,7 @@ def test_small_indexes_stay_exact_and_unknown_methods_are_refused():
     assert small.codes is None and small.method is DenseMethod.EXACT and EXACT_BELOW > 10
     coded = DenseIndex.build(1, np.arange(10), unit_rows(10, 8, 3), exact_below=10)
     assert coded.codes is not None and coded.method is DenseMethod.INT8
-    with pytest.raises(ValueError, match="exact, int8"):
+    with pytest.raises(ValueError, match="exact, int8, ivf"):
         DenseMethod.from_str("hnsw")
     with pytest.raises(ValueError, match="8-d"):
         coded.top(np.ones(4, np.float32), 3)
@@ -215,6 +217,23 @@ def test_the_threshold_comes_from_the_settings(tmp_path):
     exact.close()
 
 
+def test_the_inverted_lists_come_from_the_settings(tmp_path):
+    from citewise.config import Settings
+    from citewise.store.factory import open_store
+
+    store = open_store(Settings(home=tmp_path, dense_exact_below=0, dense_ivf_from=8,
+                                dense_ivf_scan=0.5))
+    assert isinstance(store, SQLiteStore)
+    fill(store, unit_rows(40, DIM, 5), per_doc=10)
+    index = store._load_matrix()
+    assert index.method is DenseMethod.IVF and index.ivf_scan == 0.5
+    store.close()
+    default = open_store(Settings(home=tmp_path, dense_exact_below=0))
+    assert default._load_matrix().method is DenseMethod.INT8  # 40 chunks < 200,000
+    assert default.dense_ivf_scan == 0.3
+    default.close()
+
+
 def test_vectors_are_read_in_batches_in_row_key_order(tmp_path):
     store = SQLiteStore(tmp_path / "index.sqlite3")
     vectors = unit_rows(45, DIM, 4)
@@ -227,3 +246,130 @@ def test_vectors_are_read_in_batches_in_row_key_order(tmp_path):
     np.testing.assert_array_equal(got, vectors[keep])
     assert (np.diff(rowids) > 0).all() and rowids.shape == (35,)
     store.close()
+
+
+# --- inverted lists (issue 22, item 2) ------------------------------------------------------
+def test_inverted_lists_partition_the_codes_by_nearest_centroid():
+    vectors = unit_rows(3_000, DIM, 21)
+    scales = int8_scales(vectors)
+    ivf = IVFLists.build(vectors, scales, 20)
+    assert ivf.lists == 20 and ivf.centroids.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(ivf.centroids, axis=1), 1.0, atol=1e-5)
+    assert ivf.offsets[0] == 0 and ivf.offsets[-1] == 3_000 and (np.diff(ivf.offsets) >= 0).all()
+    assert sorted(ivf.order.tolist()) == list(range(3_000))
+    np.testing.assert_array_equal(ivf.where[ivf.order], np.arange(3_000))
+    np.testing.assert_array_equal(ivf.codes, int8_codes(vectors, scales)[ivf.order])
+    lists = np.repeat(np.arange(20), np.diff(ivf.offsets))
+    np.testing.assert_array_equal(ivf.assign[ivf.order], lists)
+    np.testing.assert_array_equal(ivf.assign, np.argmax(vectors @ ivf.centroids.T, axis=1))
+    assert (np.diff(ivf.order)[np.diff(lists) == 0] > 0).all()  # ascending within a list
+    q = unit_rows(1, DIM, 22)[0]
+    one = ivf.probe(q, 1)
+    assert one.tolist() == [int(np.argmax(ivf.centroids @ q))]
+    assert sorted(ivf.probe(q, 3_000).tolist()) == list(range(20))
+
+
+def test_inverted_lists_scanned_whole_give_the_flat_scans_answers():
+    """Scanning every list (share 1.0) must give the int8 flat scan's top k, with and without
+    a filter; a small share scans fewer codes and still returns k exact cosines."""
+    vectors = unit_rows(3_000, DIM, 23)
+    rowids = np.arange(3_000) * 2 + 1
+    index = DenseIndex.build(0, rowids, vectors, exact_below=0, ivf_from=0, ivf_lists=30,
+                             ivf_scan=1.0, rescore_factor=2, rescore_min=40)
+    assert index.method is DenseMethod.IVF and index.codes is None
+    half = np.arange(0, 3_000, 2)
+    for seed in range(20):
+        q = unit_rows(1, DIM, 100 + seed)[0]
+        for positions in (None, half):
+            want = index.top(q, 10, positions, method=DenseMethod.INT8)
+            got = index.top(q, 10, positions)
+            assert got[0].tolist() == want[0].tolist()
+    index.ivf_scan = 0.05
+    q = unit_rows(1, DIM, 99)[0]
+    ids, scores = index.top(q, 10, half)
+    assert len(ids) == 10 and set(((ids - 1) // 2).tolist()) <= set(half.tolist())
+    np.testing.assert_allclose(scores, vectors[(ids - 1) // 2] @ q, atol=1e-6)
+    # fewer candidates than ivf_from: the filter's codes are scanned whole (int8)
+    index.ivf_from = 2_000
+    few = index.top(q, 10, half)
+    assert few[0].tolist() == index.top(q, 10, half, method=DenseMethod.INT8)[0].tolist()
+
+
+@pytest.mark.slow  # embeds 720 chunks and 300 queries with the real model (~15 s idle)
+def test_inverted_lists_top_10_on_real_embeddings(real_vectors):
+    """Real minilm vectors in 27 lists (the sqrt rule): scanning every list gives exact's top
+    10 for >= 99% of the queries (ids and order); scanning the nearest lists finds more of it
+    the more it scans (5% < 30% < 100%). At 720 chunks the lists are coarse (27 a list):
+    recall@10 >= 0.99 at a 20% scan needs ~1,000 lists, measured at 66k real chunks in
+    docs/benchmarks.md (benchmarks/dense_ivf.py)."""
+    chunks, queries = real_vectors
+    n = chunks.shape[0]
+    index = DenseIndex.build(0, np.arange(n), chunks, exact_below=0, ivf_from=0, ivf_scan=1.0)
+    assert index.ivf is not None and index.ivf.lists == ivf_list_count(n) == 27
+    same, found = 0, {0.05: [], 0.3: [], 1.0: []}
+    for q in queries:
+        want = index.top(q, 10, method=DenseMethod.EXACT)[0]
+        for scan, got in found.items():
+            index.ivf_scan = scan
+            ids = index.top(q, 10)[0]
+            got.append(len(set(ids) & set(want)) / 10)
+            same += scan == 1.0 and ids.tolist() == want.tolist()
+    assert same / len(queries) >= 0.99, same
+    assert np.mean(found[0.05]) < np.mean(found[0.3]) < np.mean(found[1.0]) + 1e-9
+
+
+def test_store_searches_through_lists_filters_deletes_and_maps_them(tmp_path):
+    path = tmp_path / "index.sqlite3"
+    options = {"dense_exact_below": 1_000, "dense_ivf_from": 1_500, "dense_rescore_factor": 2,
+               "dense_rescore_min": 60, "derived_files_from": 1_000}
+    store = SQLiteStore(path, **options)
+    vectors = unit_rows(2_000, DIM, 31)
+    fill(store, vectors)
+    q = unit_rows(1, DIM, 32)[0]
+    hits = store.dense_search(q, 10)
+    index = store._load_matrix()
+    assert index.method is DenseMethod.IVF and index.ivf is not None
+    assert len(hits) == 10
+    for h in hits:
+        assert h.dense == pytest.approx(float(vectors[int(h.chunk_id[1:])] @ q), abs=1e-6)
+    # a filter keeping half (1,000 < dense_ivf_from): every hit in it, k of them
+    half = store.dense_search(q, 30, {"collections": ["b"]})
+    assert len(half) == 30 and all((int(h.chunk_id[1:]) // 20) % 2 == 1 for h in half)
+    one = {"document_ids": ["doc400"]}
+    assert [h.chunk_id for h in store.dense_search(q, 10, one)] == exact_ids(
+        vectors, q, 10, np.arange(400, 420))
+    # saved per generation: a second store maps the lists and answers the same
+    other = SQLiteStore(path, **options)
+    mapped = other._load_matrix()
+    assert mapped.ivf is not None and isinstance(mapped.ivf.codes, np.memmap)
+    np.testing.assert_array_equal(mapped.ivf.order, index.ivf.order)
+    assert [h.chunk_id for h in other.dense_search(q, 10)] == [h.chunk_id for h in hits]
+    # a delete: a new generation, new lists, the document never served
+    top_doc = f"doc{int(hits[0].chunk_id[1:]) // 20 * 20}"
+    assert store.delete_document(top_doc)
+    after = other.dense_search(q, 50)
+    gone = {f"c{i}" for i in range(int(top_doc[3:]), int(top_doc[3:]) + 20)}
+    assert not gone & {h.chunk_id for h in after} and len(after) == 50
+    assert other._load_matrix().generation > mapped.generation
+    assert other._load_matrix().ivf.codes.shape == (1_980, DIM)
+    store.close()
+    other.close()
+
+
+def test_saved_arrays_without_lists_are_rebuilt_with_them(tmp_path):
+    """A dense folder saved before the lists existed (codes only) is not used half-built: the
+    store rebuilds the index with lists and saves it, and the next process maps them."""
+    path = tmp_path / "index.sqlite3"
+    flat = {"dense_exact_below": 1_000, "dense_ivf_from": 10_000, "derived_files_from": 1_000}
+    store = SQLiteStore(path, **flat)
+    fill(store, unit_rows(1_200, DIM, 41))
+    assert store._load_matrix().method is DenseMethod.INT8
+    store.close()
+    lists = flat | {"dense_ivf_from": 1_000}
+    again = SQLiteStore(path, **lists)
+    assert again._load_matrix().ivf is not None
+    again.close()
+    third = SQLiteStore(path, **lists)
+    mapped = third._load_matrix()
+    assert mapped.ivf is not None and isinstance(mapped.ivf.codes, np.memmap)
+    third.close()

@@ -6,7 +6,7 @@ chunks, an int8 code per vector: each dimension scaled by the collection's large
 value in that dimension to [-127, 127] and rounded (:func:`int8_codes`), 384 bytes a chunk at
 384-d against float32's 1,536.
 
-A search (:meth:`DenseIndex.top`) is one of two named methods (:class:`DenseMethod`):
+A search (:meth:`DenseIndex.top`) is one of three named methods (:class:`DenseMethod`):
 
 * ``exact``: cosine with every vector (one float32 matrix-vector product), the top ``k``;
 * ``int8``: the int8 dot product of the query's code (the query times the per-dimension
@@ -16,6 +16,16 @@ A search (:meth:`DenseIndex.top`) is one of two named methods (:class:`DenseMeth
   and their top ``k``. The scores returned are exact; only a chunk whose code ranks below the
   shortlist can be missed. Measured on real minilm embeddings (``benchmarks/dense_index.py``,
   docs/benchmarks.md) its recall@10 against ``exact`` is >= 0.99 with the default shortlist.
+
+* ``ivf`` (from :data:`IVF_FROM` chunks, 200,000): the same codes held in inverted lists
+  (:class:`IVFLists`: spherical k-means centroids trained per generation on a sample, every
+  chunk in the list of its nearest centroid, codes stored list by list); a search ranks the
+  centroids by dot product with the query, scans the codes of the nearest lists until they
+  hold :data:`IVF_SCAN` (30%) of the candidates, and re-scores the best ``shortlist_size``
+  codes exactly, as ``int8`` does. A chunk outside the scanned lists can be missed: on real
+  minilm embeddings (66k chunks, ~1,000 lists, ``benchmarks/dense_ivf.py``) recall@10 against
+  ``exact`` was 0.9954 at a 30% scan (0.9916 at 20%). Exact search stays for small indexes; a store forces it
+  with ``dense_exact_below`` above its size.
 
 Binary sign codes (1 bit a dimension, Hamming distance in NumPy) were measured first and
 dropped: on SciFact abstracts their recall@10 was 0.86-0.99 even re-scoring 5% of the chunks.
@@ -37,6 +47,7 @@ search reads are resident (a search through codes reads all codes and the shortl
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -51,6 +62,23 @@ RESCORE_FACTOR = 10
 RESCORE_MIN = 100
 #: rows coded at a time while building (bounds the build's temporary bool array)
 _BUILD_BLOCK = 65_536
+#: from this many chunks a search is considered on (the index, or the positions a filter lets
+#: through) the int8 codes are searched through an inverted file (:class:`IVFLists`) rather
+#: than scanned whole
+IVF_FROM = 200_000
+#: inverted lists: ``round(IVF_LISTS_PER_ROOT * sqrt(n))`` (at least 8)
+IVF_LISTS_PER_ROOT = 1.0
+#: share of the candidate chunks whose codes an inverted-file search scans (the nearest
+#: lists, by centroid, until their candidates add up to this share; at least the shortlist).
+#: 0.3: the smallest share measured whose recall@10 on real embeddings was >= 0.99 overall
+#: (0.9954; SciFact 0.992, XQuAD-en 0.990, ru 1.000, zh 1.000; 0.2 gave 0.9916 overall but
+#: SciFact 0.981): docs/benchmarks.md, "Dense search at 1M chunks"
+IVF_SCAN = 0.3
+#: k-means rounds, and training rows per list (a sample of the vectors)
+IVF_ROUNDS = 8
+IVF_SAMPLE_PER_LIST = 32
+#: rows assigned to their nearest centroid at a time (bounds the (rows, lists) score block)
+_ASSIGN_BLOCK = 8_192
 
 
 class DenseMethod(enum.Enum):
@@ -58,6 +86,7 @@ class DenseMethod(enum.Enum):
 
     EXACT = "exact"
     INT8 = "int8"
+    IVF = "ivf"
 
     @classmethod
     def from_str(cls, name: str) -> DenseMethod:
@@ -83,12 +112,17 @@ def int8_scales(vectors: np.ndarray) -> np.ndarray:
     return np.where(scales > 0, scales, 1.0).astype(np.float32)
 
 
-def int8_codes(vectors: np.ndarray, scales: np.ndarray) -> np.ndarray:
-    """int8 (n, dim) codes of float32 (n, dim) ``vectors``: ``round(127 * x / scales)``,
-    clipped to [-127, 127]."""
-    codes = np.empty(vectors.shape, dtype=np.int8)
-    for start in range(0, vectors.shape[0], _BUILD_BLOCK):
-        block = vectors[start : start + _BUILD_BLOCK] * (127.0 / scales)
+def int8_codes(vectors: np.ndarray, scales: np.ndarray,
+               rows: np.ndarray | None = None) -> np.ndarray:
+    """int8 (n, dim) codes of float32 (n, dim) ``vectors`` (or (len(rows), dim) of
+    ``vectors[rows]``, int64 ``rows``, in that order): ``round(127 * x / scales)``, clipped to
+    [-127, 127]."""
+    count = vectors.shape[0] if rows is None else rows.shape[0]
+    codes = np.empty((count, vectors.shape[1]), dtype=np.int8)
+    for start in range(0, count, _BUILD_BLOCK):
+        part = (vectors[start : start + _BUILD_BLOCK] if rows is None
+                else vectors[rows[start : start + _BUILD_BLOCK]])
+        block = part * (127.0 / scales)
         np.clip(np.rint(block), -127, 127, out=block)
         codes[start : start + block.shape[0]] = block
     return codes
@@ -143,15 +177,149 @@ def exact_top(vectors: np.ndarray, query: np.ndarray, k: int,
     return rows[local], scores
 
 
+def ivf_list_count(n: int, per_root: float = IVF_LISTS_PER_ROOT) -> int:
+    """Inverted lists for ``n`` chunks: ``round(per_root * sqrt(n))``, at least 8 and at most
+    ``n`` (the usual IVF rule of thumb, lists of about ``sqrt(n) / per_root`` chunks; Jégou,
+    Douze & Schmid, "Product quantization for nearest neighbor search", TPAMI 2011)."""
+    return max(1, min(n, max(8, round(per_root * math.sqrt(n)))))
+
+
+def nearest_centroid(vectors: np.ndarray, centroids: np.ndarray,
+                     rows: np.ndarray | None = None) -> np.ndarray:
+    """int32 (n,) index of the float32 (lists, dim) ``centroids`` row with the largest dot
+    product with each float32 (n, dim) ``vectors`` row (or each of ``vectors[rows]``); ties to
+    the lower index. Computed in blocks of :data:`_ASSIGN_BLOCK` rows (BLAS matrix products)."""
+    count = vectors.shape[0] if rows is None else rows.shape[0]
+    out = np.empty(count, dtype=np.int32)
+    for start in range(0, count, _ASSIGN_BLOCK):
+        part = (vectors[start : start + _ASSIGN_BLOCK] if rows is None
+                else vectors[rows[start : start + _ASSIGN_BLOCK]])
+        out[start : start + part.shape[0]] = np.argmax(part @ centroids.T, axis=1)
+    return out
+
+
+def spherical_kmeans(sample: np.ndarray, lists: int, rounds: int = IVF_ROUNDS,
+                     seed: int = 0) -> np.ndarray:
+    """float32 (lists, dim) unit-norm centroids of the float32 (s, dim) unit ``sample`` rows,
+    s >= lists: spherical k-means (Dhillon & Modha, "Concept decompositions for large sparse
+    text data using clustering", Machine Learning 2001): each round assigns every row to the
+    centroid of largest dot product and sets each centroid to its rows' normalised mean. Starts
+    from ``lists`` distinct sample rows; a centroid left with no rows is set to a random sample
+    row. Deterministic for a given ``seed``."""
+    rng = np.random.default_rng(seed)
+    centroids = np.array(sample[np.sort(rng.choice(sample.shape[0], lists, replace=False))],
+                         dtype=np.float32)
+    for _ in range(rounds):
+        assign = nearest_centroid(sample, centroids)
+        counts = np.bincount(assign, minlength=lists)
+        order = np.argsort(assign, kind="stable")
+        starts = (np.cumsum(counts) - counts)[counts > 0]
+        sums = np.add.reduceat(sample[order], starts, axis=0)
+        norms = np.linalg.norm(sums, axis=1, keepdims=True)
+        centroids[counts > 0] = sums / np.where(norms > 0, norms, 1.0)
+        empty = np.flatnonzero(counts == 0)
+        if empty.size:
+            centroids[empty] = sample[rng.choice(sample.shape[0], empty.size, replace=False)]
+    return centroids
+
+
+@dataclass
+class IVFLists:
+    """An inverted file over a :class:`DenseIndex`'s int8 codes (built by :meth:`build`).
+
+    Every chunk belongs to the list of its nearest centroid (largest dot product); the codes
+    are stored list by list, so a list is one contiguous block that SimSIMD scans in place.
+    ``centroids``: float32 (lists, dim), unit norm; ``offsets``: int64 (lists + 1,), list l is
+    rows ``offsets[l]:offsets[l + 1]`` of ``codes``: int8 (n, dim) in list order; ``order``:
+    int64 (n,), the index position of each list-ordered row (ascending within a list);
+    ``where``: int64 (n,), its inverse (position -> row of ``codes``); ``assign``: int32 (n,),
+    the list of each position.
+    """
+
+    centroids: np.ndarray
+    offsets: np.ndarray
+    order: np.ndarray
+    where: np.ndarray
+    assign: np.ndarray
+    codes: np.ndarray
+
+    #: the names of the arrays in :meth:`DenseIndex.arrays` (``ivf_<field>``)
+    FIELDS = ("centroids", "offsets", "order", "where", "assign", "codes")
+
+    @classmethod
+    def build(cls, vectors: np.ndarray, scales: np.ndarray, lists: int, *,
+              rounds: int = IVF_ROUNDS, sample_per_list: int = IVF_SAMPLE_PER_LIST,
+              seed: int = 0) -> IVFLists:
+        """The lists of float32 (n, dim) unit ``vectors`` (n >= 1), their codes by
+        :func:`int8_codes` with ``scales``: centroids trained by :func:`spherical_kmeans` on
+        ``min(n, lists * sample_per_list)`` rows drawn at random (``seed``), then every vector
+        assigned (:func:`nearest_centroid`). Costs ``n * lists * dim`` multiply-adds for the
+        assignment (1M x 1,000 x 384: ~10-20 s on 2 cores) plus the training."""
+        n = vectors.shape[0]
+        lists = max(1, min(lists, n))
+        rng = np.random.default_rng(seed)
+        take = min(n, lists * sample_per_list)
+        sample = np.asarray(vectors[np.sort(rng.choice(n, take, replace=False))],
+                            dtype=np.float32)
+        centroids = spherical_kmeans(sample, lists, rounds, seed)
+        del sample
+        assign = nearest_centroid(vectors, centroids)
+        order = np.argsort(assign, kind="stable").astype(np.int64)
+        offsets = np.zeros(lists + 1, dtype=np.int64)
+        np.cumsum(np.bincount(assign, minlength=lists), out=offsets[1:])
+        where = np.empty(n, dtype=np.int64)
+        where[order] = np.arange(n, dtype=np.int64)
+        return cls(centroids, offsets, order, where, assign, int8_codes(vectors, scales, order))
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, np.ndarray], n: int, dim: int) -> IVFLists | None:
+        """The lists saved by :meth:`DenseIndex.arrays`, or None when they are missing or do
+        not fit an index of ``n`` ``dim``-d chunks."""
+        try:
+            got = cls(*(arrays[f"ivf_{name}"] for name in cls.FIELDS))
+        except KeyError:
+            return None
+        lists = got.centroids.shape[0]
+        fits = (got.centroids.shape == (lists, dim) and got.offsets.shape == (lists + 1,)
+                and got.order.shape == got.where.shape == got.assign.shape == (n,)
+                and got.codes.shape == (n, dim) and got.codes.dtype == np.int8
+                and lists > 0 and int(got.offsets[-1]) == n)
+        return got if fits else None
+
+    @property
+    def lists(self) -> int:
+        """Number of lists."""
+        return int(self.centroids.shape[0])
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the arrays held."""
+        return int(sum(getattr(self, name).nbytes for name in self.FIELDS))
+
+    def probe(self, query: np.ndarray, want: int, counts: np.ndarray | None = None) -> np.ndarray:
+        """int64 ids of the lists to scan for float32 (dim,) ``query``: by descending centroid
+        dot product, as many as it takes for their int64 (lists,) ``counts`` (None: their
+        sizes; a filter's: the chunks it lets through in each list) to reach ``want`` (all
+        lists when they never do)."""
+        sizes = np.diff(self.offsets) if counts is None else counts
+        ranked = np.argsort(-(self.centroids @ query), kind="stable")
+        reach = np.cumsum(sizes[ranked])
+        take = int(np.searchsorted(reach, want)) + 1
+        return ranked[:take]
+
+
 @dataclass
 class DenseIndex:
     """The vectors of one committed store state; built by :meth:`build`.
 
     ``generation``: the store generation it reflects; ``rowids``: int64 (n,) ascending row
     keys, position i is chunk ``rowids[i]``; ``vectors``: float32 (n, dim), L2-normalised by
-    the embedder, so dot product is cosine; ``scales``: float32 (dim,) and ``codes``: int8
-    (n, dim) (:func:`int8_codes`), both None when the index has fewer than ``exact_below``
-    chunks (every search exact).
+    the embedder, so dot product is cosine; ``scales``: float32 (dim,) (:func:`int8_scales`),
+    None when the index has fewer than ``exact_below`` chunks (every search exact); ``codes``:
+    int8 (n, dim) (:func:`int8_codes`) in position order, or None when there are none or
+    ``ivf`` holds them (in list order): ``ivf`` is the :class:`IVFLists` of an index of at
+    least ``ivf_from`` chunks. ``ivf_scan``: the share of the candidates an inverted-file
+    search scans.
     """
 
     generation: int
@@ -161,49 +329,82 @@ class DenseIndex:
     codes: np.ndarray | None = None
     rescore_factor: int = RESCORE_FACTOR
     rescore_min: int = RESCORE_MIN
+    ivf: IVFLists | None = None
+    ivf_from: int = IVF_FROM
+    ivf_scan: float = IVF_SCAN
     #: positions (int64, ascending) a filter lets through, by parsed filter (16 at most)
     allowed: dict[object, np.ndarray] = field(default_factory=dict, repr=False)
 
     @classmethod
     def build(cls, generation: int, rowids: np.ndarray, vectors: np.ndarray, *,
               exact_below: int = EXACT_BELOW, rescore_factor: int = RESCORE_FACTOR,
-              rescore_min: int = RESCORE_MIN) -> DenseIndex:
+              rescore_min: int = RESCORE_MIN, ivf_from: int = IVF_FROM,
+              ivf_lists: int | None = None, ivf_scan: float = IVF_SCAN) -> DenseIndex:
         """The index of int64 (n,) ascending ``rowids`` and their float32 (n, dim)
-        ``vectors``, with int8 codes when ``n >= exact_below`` (0: always, once n > 0)."""
+        ``vectors``: int8 codes when ``n >= exact_below`` (0: always, once n > 0), held in
+        inverted lists (``ivf_lists`` of them, None: :func:`ivf_list_count`) when also
+        ``n >= ivf_from``."""
         vectors = np.asarray(vectors, dtype=np.float32)
-        scales = codes = None
-        if vectors.shape[0] and vectors.shape[0] >= exact_below:
-            scales = int8_scales(vectors)
-            codes = int8_codes(vectors, scales)
-        return cls(generation, np.asarray(rowids, dtype=np.int64), vectors, scales, codes,
-                   rescore_factor, rescore_min)
+        return cls._coded(generation, np.asarray(rowids, dtype=np.int64), vectors, {},
+                          exact_below, rescore_factor, rescore_min, ivf_from, ivf_lists, ivf_scan)
+
+    @classmethod
+    def _coded(cls, generation: int, rowids: np.ndarray, vectors: np.ndarray,
+               saved: Mapping[str, np.ndarray], exact_below: int, rescore_factor: int,
+               rescore_min: int, ivf_from: int, ivf_lists: int | None,
+               ivf_scan: float) -> DenseIndex:
+        n, dim = vectors.shape
+        scales = codes = ivf = None
+        if n and n >= exact_below:
+            scales = saved.get("scales")
+            if scales is None or scales.shape != (dim,):
+                scales = int8_scales(vectors)
+                saved = {}  # codes of other scales do not fit
+            if n >= ivf_from:
+                ivf = IVFLists.from_arrays(saved, n, dim) if saved else None
+                if ivf is None:
+                    ivf = IVFLists.build(vectors, scales, ivf_lists or ivf_list_count(n))
+            else:
+                codes = saved.get("codes")
+                if codes is None or codes.shape != vectors.shape or codes.dtype != np.int8:
+                    codes = int8_codes(vectors, scales)
+        return cls(generation, rowids, vectors, scales, codes, rescore_factor, rescore_min,
+                   ivf, ivf_from, ivf_scan)
 
     def arrays(self) -> dict[str, np.ndarray]:
         """The arrays to save (:mod:`citewise.store.derived_files`): row keys, vectors and,
-        when the index has them, scales and codes."""
+        when the index has them, scales, codes and the inverted lists (``ivf_<field>`` of
+        :class:`IVFLists`)."""
         out = {"rowids": self.rowids, "vectors": self.vectors}
-        if self.codes is not None and self.scales is not None:
-            out |= {"scales": self.scales, "codes": self.codes}
+        if self.scales is not None:
+            out["scales"] = self.scales
+        if self.codes is not None:
+            out["codes"] = self.codes
+        if self.ivf is not None:
+            out |= {f"ivf_{name}": getattr(self.ivf, name) for name in IVFLists.FIELDS}
         return out
 
     @classmethod
     def from_arrays(cls, generation: int, arrays: Mapping[str, np.ndarray], *,
                     exact_below: int = EXACT_BELOW, rescore_factor: int = RESCORE_FACTOR,
-                    rescore_min: int = RESCORE_MIN) -> DenseIndex:
-        """The index of saved :meth:`arrays` (memory-mapped or not), with codes when
-        ``n >= exact_below`` (the saved ones, or computed now when none were saved); raises
-        ValueError when the arrays do not fit together."""
+                    rescore_min: int = RESCORE_MIN, ivf_from: int = IVF_FROM,
+                    ivf_lists: int | None = None, ivf_scan: float = IVF_SCAN,
+                    complete: bool = False) -> DenseIndex:
+        """The index of saved :meth:`arrays` (memory-mapped or not), with what :meth:`build`
+        would give for its size and settings: the saved codes and lists when they fit, else
+        computed now; raises ValueError when the row keys and vectors do not fit together,
+        or, when ``complete``, when the codes or lists its size needs are not saved (e.g.
+        arrays saved before the lists existed: the caller rebuilds and saves them)."""
         rowids, vectors = arrays["rowids"], arrays["vectors"]
         n = int(rowids.shape[0])
         if vectors.ndim != 2 or vectors.shape[0] != n or vectors.dtype != np.float32:
             raise ValueError("the saved dense arrays do not fit together")
-        scales = codes = None
-        if n and n >= exact_below:
-            scales, codes = arrays.get("scales"), arrays.get("codes")
-            if scales is None or codes is None or codes.shape != vectors.shape:
-                scales = int8_scales(vectors)
-                codes = int8_codes(vectors, scales)
-        return cls(generation, rowids, vectors, scales, codes, rescore_factor, rescore_min)
+        if complete and n and n >= exact_below:
+            need = "ivf_codes" if n >= ivf_from else "codes"
+            if need not in arrays or "scales" not in arrays:
+                raise ValueError(f"the saved dense arrays lack {need}")
+        return cls._coded(generation, rowids, vectors, arrays, exact_below, rescore_factor,
+                          rescore_min, ivf_from, ivf_lists, ivf_scan)
 
     @property
     def size(self) -> int:
@@ -212,13 +413,17 @@ class DenseIndex:
 
     @property
     def method(self) -> DenseMethod:
-        """The method :meth:`top` uses by default: ``int8`` when the index has codes."""
+        """The method :meth:`top` uses by default: ``ivf`` when the index has inverted lists,
+        ``int8`` when it has codes, else ``exact``."""
+        if self.ivf is not None:
+            return DenseMethod.IVF
         return DenseMethod.EXACT if self.codes is None else DenseMethod.INT8
 
     @property
     def nbytes(self) -> int:
-        """Bytes of the arrays held (vectors, codes, row keys)."""
+        """Bytes of the arrays held (vectors, codes, inverted lists, row keys)."""
         extra = 0 if self.codes is None else self.codes.nbytes
+        extra += 0 if self.ivf is None else self.ivf.nbytes
         return int(self.vectors.nbytes + self.rowids.nbytes + extra)
 
     def positions_of(self, rowids: np.ndarray) -> np.ndarray:
@@ -235,8 +440,10 @@ class DenseIndex:
         """The best ``k`` chunks by cosine with float32 (dim,) ``query`` among int64
         ascending ``positions`` (None: all), as ``(row keys int64 (m,), exact float32 cosines
         (m,))``, m <= k, by descending cosine, ties by ascending row key. ``method``: None for
-        :attr:`method`; ``int8`` on an index without codes is exact. Raises ValueError when
-        the query's dimension is not the index's."""
+        :attr:`method`; ``int8`` or ``ivf`` on an index without codes is exact, ``ivf`` on
+        one without lists is ``int8``; ``ivf`` scans every code (``int8``) when fewer than
+        ``ivf_from`` chunks are candidates (a filter's). Raises ValueError when the query's
+        dimension is not the index's."""
         query = np.asarray(query, dtype=np.float32).reshape(-1)
         if query.shape[0] != self.vectors.shape[1]:
             raise ValueError(f"query vector is {query.shape[0]}-d but the index holds "
@@ -247,17 +454,64 @@ class DenseIndex:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         method = method or self.method
         size = shortlist_size(k, self.rescore_factor, self.rescore_min)
-        if method is DenseMethod.EXACT or self.codes is None or self.scales is None or m <= size:
+        coded = self.codes is not None or self.ivf is not None
+        if method is DenseMethod.EXACT or not coded or self.scales is None or m <= size:
             at, scores = exact_top(self.vectors, query, k, positions)
             return self.rowids[at], scores
         code = query_code(query, self.scales)
-        if positions is None:
-            approx = int8_scores(self.codes, code)
-        elif m * 4 < n:
-            approx = int8_scores(self.codes[positions], code)
+        if method is DenseMethod.IVF and self.ivf is not None and m >= self.ivf_from:
+            shortlist = self._ivf_shortlist(self.ivf, query, code, size, positions)
         else:
-            approx = int8_scores(self.codes, code)[positions]
-        best = np.argpartition(approx, m - size)[m - size:]
-        shortlist = np.sort(best if positions is None else positions[best])
+            shortlist = self._int8_shortlist(code, size, positions)
         at, scores = exact_top(self.vectors, query, k, shortlist)
         return self.rowids[at], scores
+
+    def _int8_shortlist(self, code: np.ndarray, size: int,
+                        positions: np.ndarray | None) -> np.ndarray:
+        """Positions (int64 ascending) of the ``size`` best codes among ``positions``, every
+        candidate's code scored."""
+        n = self.size
+        m = n if positions is None else int(positions.shape[0])
+        if self.codes is not None:
+            codes, rows = self.codes, positions
+        else:
+            assert self.ivf is not None
+            codes = self.ivf.codes
+            rows = None if positions is None else self.ivf.where[positions]
+        if rows is None:
+            approx = int8_scores(codes, code)
+        elif m * 4 < n or self.codes is None:  # list order: no slice of positions to take
+            approx = int8_scores(codes[rows], code)
+        else:
+            approx = int8_scores(codes, code)[rows]
+        best = np.argpartition(approx, m - size)[m - size:]
+        if positions is not None:
+            return np.sort(positions[best])
+        if self.ivf is not None and self.codes is None:  # rows of the list-ordered codes
+            best = self.ivf.order[best]
+        return np.sort(best)
+
+    def _ivf_shortlist(self, ivf: IVFLists, query: np.ndarray, code: np.ndarray, size: int,
+                       positions: np.ndarray | None) -> np.ndarray:
+        """Positions (int64 ascending) of the ``size`` best codes among those of the
+        candidates (``positions``, None: all) in the lists nearest ``query``, scanned until
+        they hold ``max(ivf_scan * m, size)`` candidates (:meth:`IVFLists.probe`)."""
+        m = self.size if positions is None else int(positions.shape[0])
+        counts = None if positions is None else np.bincount(ivf.assign[positions],
+                                                            minlength=ivf.lists)
+        want = max(math.ceil(self.ivf_scan * m), size)
+        parts, rows = [], []
+        for lst in ivf.probe(query, want, counts).tolist():
+            start, stop = int(ivf.offsets[lst]), int(ivf.offsets[lst + 1])
+            if stop > start:
+                parts.append(int8_scores(ivf.codes[start:stop], code))
+                rows.append(np.arange(start, stop, dtype=np.int64))
+        approx = np.concatenate(parts)
+        found = ivf.order[np.concatenate(rows)]
+        if positions is not None:  # keep the candidates only
+            at = np.minimum(np.searchsorted(positions, found), m - 1)
+            keep = positions[at] == found
+            approx, found = approx[keep], found[keep]
+        if found.shape[0] > size:
+            found = found[np.argpartition(approx, found.shape[0] - size)[found.shape[0] - size:]]
+        return np.sort(found)

@@ -40,7 +40,9 @@ new version, never a mix. WAL lets readers search while one writer ingests; writ
 generation (:mod:`citewise.store.dense_index`): the float32 matrix of all vectors, searched
 exactly with one matrix-vector product (only the filter's rows when a filter keeps under a
 quarter of them) below ``dense_exact_below`` chunks (20,000), and from 20,000 chunks on
-through int8 codes (SimSIMD's int8 dot products) whose best shortlist is re-scored exactly.
+through int8 codes (SimSIMD's int8 dot products) whose best shortlist is re-scored exactly;
+from ``dense_ivf_from`` chunks (200,000) only the codes in the inverted lists nearest the
+query are scanned (k-means lists built per generation).
 From ``derived_files_from`` chunks (20,000) both derived indexes are saved per generation in
 ``<file>.derived/`` (:mod:`citewise.store.derived_files`) and the next process that reads the
 same state maps them (``numpy`` memmaps) instead of reading every row: a restart opens a
@@ -74,7 +76,14 @@ from citewise.store import derived_files
 from citewise.store.base import Filters, IndexInfo, TermIncidence, nested_read_transaction
 from citewise.store.bm25 import BM25_B, BM25_K1, bm25_scores
 from citewise.store.bm25_index import BM25Index, KeptIndex, hashable, query_counts
-from citewise.store.dense_index import EXACT_BELOW, RESCORE_FACTOR, RESCORE_MIN, DenseIndex
+from citewise.store.dense_index import (
+    EXACT_BELOW,
+    IVF_FROM,
+    IVF_SCAN,
+    RESCORE_FACTOR,
+    RESCORE_MIN,
+    DenseIndex,
+)
 from citewise.store.derived_files import Stamp, derived_folder
 from citewise.store.migrations import named, run_migrations
 from citewise.store.scope import scoped_document_ids
@@ -331,7 +340,8 @@ class SQLiteStore(SQLStore):
                  bm25_index: bool = True,
                  bm25_build: Literal["background", "wait"] = "background",
                  dense_exact_below: int = EXACT_BELOW, dense_rescore_factor: int = RESCORE_FACTOR,
-                 dense_rescore_min: int = RESCORE_MIN,
+                 dense_rescore_min: int = RESCORE_MIN, dense_ivf_from: int = IVF_FROM,
+                 dense_ivf_scan: float = IVF_SCAN,
                  derived_files_from: int | None = DERIVED_FILES_FROM) -> None:
         self.path = Path(path)
         self._busy_timeout_s = busy_timeout_s
@@ -348,6 +358,13 @@ class SQLiteStore(SQLStore):
         self.dense_exact_below = dense_exact_below
         self.dense_rescore_factor = dense_rescore_factor
         self.dense_rescore_min = dense_rescore_min
+        #: from this many chunks (and at least ``dense_exact_below``) the codes are held in
+        #: inverted lists (k-means, built per generation) and a search scans the lists nearest
+        #: the query (:class:`~citewise.store.dense_index.IVFLists`)
+        self.dense_ivf_from = dense_ivf_from
+        #: the share of the candidates' codes an inverted-file search scans (recall against
+        #: speed: see :data:`~citewise.store.dense_index.IVF_SCAN`)
+        self.dense_ivf_scan = dense_ivf_scan
         #: indexes of at least this many chunks are saved next to the file per generation
         #: and opened memory-mapped by the next process reading that state
         #: (:mod:`citewise.store.derived_files`); None: never saved, always built
@@ -831,14 +848,16 @@ class SQLiteStore(SQLStore):
         with self._lock:
             if self._matrix is not None and self._matrix.generation == generation:
                 return self._matrix
-            options = {"exact_below": self.dense_exact_below,
-                       "rescore_factor": self.dense_rescore_factor,
-                       "rescore_min": self.dense_rescore_min}
+            options: dict[str, Any] = {"exact_below": self.dense_exact_below,
+                                        "rescore_factor": self.dense_rescore_factor,
+                                        "rescore_min": self.dense_rescore_min,
+                                        "ivf_from": self.dense_ivf_from,
+                                        "ivf_scan": self.dense_ivf_scan}
             with self.snapshot():  # the generation, the count and the rows from one state
                 generation = self.generation()
                 stamp = self._stamp()
-                built = self._mapped(
-                    "dense", stamp, lambda a: DenseIndex.from_arrays(generation, a, **options))
+                built = self._mapped("dense", stamp, lambda a: DenseIndex.from_arrays(
+                    generation, a, complete=True, **options))
                 if built is None:
                     rowids, vectors = self._read_vectors()
             if built is None:
@@ -913,7 +932,9 @@ class SQLiteStore(SQLStore):
         ``dense_exact_below`` chunks; at or above it, int8 codes pick a shortlist of
         ``max(dense_rescore_factor * k, dense_rescore_min)`` chunks whose exact cosines give
         the top ``k`` (recall@10 >= 0.99 against exact on real embeddings, see
-        docs/benchmarks.md). Raises ValueError for a query of the wrong dimension or an
+        docs/benchmarks.md); from ``dense_ivf_from`` chunks those codes are scanned only in
+        the inverted lists nearest the query (a filter's candidates counted per list).
+        Raises ValueError for a query of the wrong dimension or an
         unknown filter key."""
         wanted = ChunkFilter.parse(filters)
         with self.snapshot():  # the index, the filter and the hits from one state

@@ -1,0 +1,136 @@
+"""Dense search at 1M chunks through inverted lists (citewise.store.dense_index.IVFLists)
+against today's int8 flat scan and exact search, in one run (issue 22, item 2).
+
+Recall (real minilm embeddings of SciFact + XQuAD en / ru / zh, the chunks and queries of
+``benchmarks/dense_index.py``, cached in ``--work``): recall@10 of the ``ivf`` method against
+exact search, for each list count and scanned share, every ``--query-step``-th query.
+
+Latency (generated vectors as in ``benchmarks/dense_index.py``: real rows plus Gaussian noise
+0.05 a dimension, renormalised; ``--chunks`` of them): one ``DenseIndex`` built with lists,
+its build time split into codes and lists, then exact, int8 (flat scan of every code) and ivf
+taking turns query by query, top 50; p50 / p95 ms and the ratios to exact's and int8's p50,
+and the agreement of each method's top 10 with exact's.
+
+Usage::
+
+    python benchmarks/dense_ivf.py [--chunks 1000000] [--queries 100] [--query-step 4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
+
+from dense_index import generated, real_embeddings  # noqa: E402
+from stores import load, pct  # noqa: E402
+
+from citewise.store.dense_index import (  # noqa: E402
+    DenseIndex,
+    DenseMethod,
+    IVFLists,
+    int8_scales,
+    ivf_list_count,
+)
+
+
+def recall(chunks: np.ndarray, queries: dict[str, np.ndarray], lists: list[int],
+           scans: list[float]) -> None:
+    n = chunks.shape[0]
+    rowids = np.arange(n, dtype=np.int64)
+    exact = DenseIndex.build(0, rowids, chunks, exact_below=n + 1)
+    want = {name: [exact.top(q, 10)[1] for q in qs] for name, qs in queries.items()}
+    print(f"\n# recall@10 of ivf against exact: {n:,} real chunks; {load()}\n")
+    print("| lists (chunks a list) | scanned share | " + " | ".join(queries)
+          + " | all | build s |\n|---|---|" + "---|" * (len(queries) + 2))
+    for count in lists:
+        t0 = time.perf_counter()
+        index = DenseIndex.build(0, rowids, chunks, exact_below=0, ivf_from=0, ivf_lists=count)
+        build = time.perf_counter() - t0
+        for scan in scans:
+            index.ivf_scan = scan
+            cells, every = [], []
+            for name, qs in queries.items():
+                got = [float(np.sum(index.top(q, 10)[1] >= w[9] - 1e-6)) / 10
+                       for q, w in zip(qs, want[name], strict=True)]
+                cells.append(f"{np.mean(got):.4f}")
+                every += got
+            print(f"| {count:,} ({n // count}) | {scan:.0%} | " + " | ".join(cells)
+                  + f" | **{np.mean(every):.4f}** | {build:.1f} |", flush=True)
+
+
+def latency(real: np.ndarray, real_queries: np.ndarray, n: int, n_queries: int,
+            scans: list[float]) -> None:
+    vectors = generated(real, n, seed=n)
+    rowids = np.arange(n, dtype=np.int64)
+    t0 = time.perf_counter()
+    scales = int8_scales(vectors)
+    t1 = time.perf_counter()
+    ivf = IVFLists.build(vectors, scales, ivf_list_count(n))
+    t2 = time.perf_counter()
+    index = DenseIndex(0, rowids, vectors, scales, None, ivf=ivf, ivf_from=0)
+    print(f"\n# latency: {n:,} generated chunks; lists {ivf.lists:,} built in {t2 - t1:.1f} s "
+          f"(scales {t1 - t0:.1f} s), ivf arrays {ivf.nbytes / 1e6:,.0f} MB, vectors "
+          f"{vectors.nbytes / 1e6:,.0f} MB; {load()}")
+    rng = np.random.default_rng(7)
+    qs = generated(real_queries[rng.permutation(real_queries.shape[0])[:n_queries]],
+                   n_queries, seed=1)
+    methods = {"exact": (DenseMethod.EXACT, 0.0), "int8 (flat scan)": (DenseMethod.INT8, 0.0)}
+    methods |= {f"ivf, {scan:.0%} scanned": (DenseMethod.IVF, scan) for scan in scans}
+    for method, scan in methods.values():
+        index.ivf_scan = scan
+        for q in qs[:3]:
+            index.top(q, 50, method=method)
+    times: dict[str, list[float]] = {k: [] for k in methods}
+    tops: dict[str, list[list[int]]] = {k: [] for k in methods}
+    for q in qs:
+        for name, (method, scan) in methods.items():
+            index.ivf_scan = scan
+            t0 = time.perf_counter()
+            ids, _ = index.top(q, 50, method=method)
+            times[name].append((time.perf_counter() - t0) * 1000)
+            tops[name].append(ids[:10].tolist())
+    base, flat = pct(times["exact"], 50), pct(times["int8 (flat scan)"], 50)
+    print("\n| dense top-50 | p50 ms | p95 ms | p50 / exact | p50 / int8 | top 10 = exact's |\n"
+          "|---|---|---|---|---|---|")
+    for name, ts in times.items():
+        same = np.mean([a == b for a, b in zip(tops[name], tops["exact"], strict=True)])
+        print(f"| {name} | {pct(ts, 50):.2f} | {pct(ts, 95):.2f} | {pct(ts, 50) / base:.3f} "
+              f"| {pct(ts, 50) / flat:.3f} | {same:.1%} |")
+    print(f"\n# {time.strftime('%H:%M:%S')} {load()}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--chunks", type=int, default=1_000_000)
+    ap.add_argument("--queries", type=int, default=100)
+    ap.add_argument("--query-step", type=int, default=4)
+    ap.add_argument("--lists", default="", help="list counts for the recall table "
+                    "(default: the rule's for the real chunks, and 4x it)")
+    ap.add_argument("--scans", default="0.1,0.2")
+    ap.add_argument("--latency-scans", default="0.1,0.2")
+    ap.add_argument("--no-recall", action="store_true")
+    ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "citewise-bench")
+    args = ap.parse_args()
+    print(f"# start {time.strftime('%H:%M:%S')} {load()}")
+    chunks, queries = real_embeddings(args.work)
+    real = np.concatenate(list(chunks.values()))
+    if not args.no_recall:
+        rule = ivf_list_count(real.shape[0])
+        lists = [int(s) for s in args.lists.split(",")] if args.lists else [rule, 4 * rule]
+        recall(real, {k: v[::args.query_step] for k, v in queries.items()}, lists,
+               [float(s) for s in args.scans.split(",")])
+    latency(real, np.concatenate(list(queries.values())), args.chunks, args.queries,
+            [float(s) for s in args.latency_scans.split(",")])
+    print(f"\n# end {time.strftime('%H:%M:%S')} {load()}")
+
+
+if __name__ == "__main__":
+    main()
