@@ -201,8 +201,18 @@ def m004_chunk_page_starts(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE chunks ADD COLUMN page_starts TEXT NOT NULL DEFAULT '[]'")
 
 
+def m005_chunk_ids_by_document(db: sqlite3.Connection) -> None:
+    """``chunks_document`` becomes a covering index, ``(document_id, ordinal, id)``: a
+    document's chunk ids (and row keys) in ordinal order are read from the index alone,
+    without visiting each chunk's row (text, terms, vector), which the selection does for
+    every document it looks into (~0.1 ms per document cold at 100k chunks without it)."""
+    db.execute("DROP INDEX chunks_document")
+    db.execute("CREATE INDEX chunks_document ON chunks(document_id, ordinal, id)")
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
-    m001_initial, m002_collection, m003_chunk_language, m004_chunk_page_starts]
+    m001_initial, m002_collection, m003_chunk_language, m004_chunk_page_starts,
+    m005_chunk_ids_by_document]
 _STEPS = named(MIGRATIONS)
 
 
@@ -513,7 +523,7 @@ class SQLiteStore(SQLStore):
     def document_incidence(self, document_id: str, terms: Sequence[str], *,
                            vectors: bool = False) -> TermIncidence:
         """See :meth:`Store.document_incidence`. When the BM25 index is that of the state
-        read, the chunks' row keys come from the ``chunks_document`` index (no chunk's terms
+        read, the chunks' row keys come from the covering ``chunks_document`` index (no chunk's terms
         or vector is read from the file), which terms each holds from the index's postings
         (:meth:`BM25Index.incidence`) and the vectors from the dense index's matrix (the
         stored bytes, so equal to :meth:`chunk_features`'s); else from
