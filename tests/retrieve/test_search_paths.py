@@ -87,6 +87,32 @@ def test_search_from_the_indexes_equals_search_through_sql(stores, embedder, tmp
     assert picked  # ... including chunks the within-document step chose over the best hit
 
 
+class EveryText(Retriever):
+    """``search`` as before it read the candidates without their texts: every candidate's
+    chunk read in full by the ranking (what :meth:`Retriever.rank` returns)."""
+
+    def _rank(self, query, **kwargs):  # type: ignore[no-untyped-def]
+        return super()._rank(query, **{**kwargs, "texts": True})
+
+
+def test_search_reading_only_the_kept_texts_equals_reading_every_text(stores, embedder,
+                                                                      tmp_path):
+    fast, sql, queries = stores
+    settings = Settings(home=tmp_path / "home", llm_provider="none")
+    for store in (fast, sql):
+        lean, full = Retriever(settings, store, embedder), EveryText(settings, store, embedder)
+        found = 0
+        for q in queries:
+            got, want = lean.search(q), full.search(q)
+            assert fields(got.hits) == fields(want.hits), q
+            assert got.candidates == want.candidates
+            stored = store.get_chunks([h.chunk_id for h in got.hits])
+            assert [h.chunk for h in got.hits] == [stored[h.chunk_id][0] for h in got.hits]
+            assert all(h.chunk is not None and h.chunk.text for h in got.hits)
+            found += bool(got.hits)
+        assert found >= 18
+
+
 def test_idf_within_equals_document_idf_and_the_sums_are_exact():
     rng = np.random.default_rng(3)
     vocabulary = [f"t{i}" for i in range(12)]
