@@ -623,7 +623,12 @@ class Retriever:
         lo, hi = self.embedder.cosine_range
         missing = [i for i, h in enumerate(hits) if h.dense is None]
         if query_vec is not None and missing:
-            vecs = self.store.vectors_of([hits[i].chunk_id for i in missing])
+            # the stored vectors (as vectors_of gives them), from the store's dense index
+            # when it has one of the state read
+            stored = self.store.chunk_incidence([hits[i].chunk_id for i in missing], [],
+                                                vectors=True)
+            vecs = ({} if stored.vectors is None
+                    else dict(zip(stored.chunk_ids, stored.vectors, strict=True)))
             for i in missing:
                 if hits[i].chunk_id in vecs:
                     hits[i] = replace(hits[i], dense=float(vecs[hits[i].chunk_id] @ query_vec))
