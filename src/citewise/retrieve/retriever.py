@@ -519,6 +519,8 @@ class Retriever:
                 h for h in self._within_document(terms, focus_vec, cdf, doc_hits, per_file)
                 if (h.relevance or 0.0) >= min_score and h.chunk is not None])
             for hit in picked:
+                if hit.chunk is None:  # never: _with_texts keeps every chunk
+                    continue
                 key = passage_key(hit.chunk.text)
                 same = next((i for i, k in enumerate(keys) if near_duplicate(k, key)), None)
                 if same is None:
