@@ -510,16 +510,17 @@ class Retriever:
         focus_vec = query_vec
         if query_vec is not None and focus != query:
             focus_vec = self.embedder.embed_query(focus)
-        _, cdf = self.store.term_document_frequencies(list(dict.fromkeys(terms)))
+        n_chunks, cdf = self.store.term_document_frequencies(list(dict.fromkeys(terms)))
         keys: list[str] = []  # normalised text of each selected hit
         for doc_hits in order.values():
             if len(selected) >= top_k:
                 break
             picked = self._with_texts([
-                h for h in self._within_document(terms, focus_vec, cdf, doc_hits, per_file)
-                if (h.relevance or 0.0) >= min_score and h.chunk is not None])
+                h for h in self._within_document(terms, focus_vec, cdf, doc_hits, per_file,
+                                                 n_chunks)
+                if (h.relevance or 0.0) >= min_score])
             for hit in picked:
-                if hit.chunk is None:  # never: _with_texts keeps every chunk
+                if hit.chunk is None:  # a chunk no longer stored
                     continue
                 key = passage_key(hit.chunk.text)
                 same = next((i for i, k in enumerate(keys) if near_duplicate(k, key)), None)
@@ -535,13 +536,14 @@ class Retriever:
         return selected[:top_k]
 
     def _with_texts(self, hits: list[Hit]) -> list[Hit]:
-        """``hits`` with their chunks read in full (``Store.get_chunks``: text, source text,
-        location), in the same order; a hit whose chunk is no longer stored keeps its own."""
+        """``hits`` with their chunks and documents read in full (``Store.get_chunks``: text,
+        source text, location), in the same order; a hit whose chunk is no longer stored
+        keeps its own (None for one the within-document step added)."""
         if not hits:
             return hits
         loaded = self.store.get_chunks([h.chunk_id for h in hits])
-        return [replace(h, chunk=loaded[h.chunk_id][0]) if h.chunk_id in loaded else h
-                for h in hits]
+        return [replace(h, chunk=loaded[h.chunk_id][0], document=loaded[h.chunk_id][1])
+                if h.chunk_id in loaded else h for h in hits]
 
     def document_term_weights(self, document_id: str, question: str) -> dict[str, float]:
         """:func:`document_idf` of the question's terms within one document."""
@@ -555,7 +557,7 @@ class Retriever:
 
     def _within_document(self, terms: list[str], query_vec: np.ndarray | None,
                          collection_df: Mapping[str, int], doc_hits: list[Hit],
-                         n: int) -> list[Hit]:
+                         n: int, n_chunks: int) -> list[Hit]:
         """The ``n`` chunks of one document that best match the question, judged with
         *within-document* IDF: a term in every chunk of the document (often the name of the
         party or product the question uses to pick the document) says nothing about which
@@ -569,6 +571,11 @@ class Retriever:
         only in this document weigh less (:func:`document_idf`). Only used to choose among a document's chunks, so the
         document order of the fused ranking is kept. Falls back to the fused hits when the
         question has no terms or the document has one chunk.
+
+        A chosen chunk that was not a candidate comes with ``chunk`` None (read with the
+        kept texts, :meth:`_with_texts`), the document's best score and fused score, and the
+        relevance :meth:`_attach` gives it, its coverage taken from the document's incidence
+        (``n_chunks``: the chunks in the index, for the collection IDF of ``collection_df``).
         """
         best = doc_hits[0]
         if not terms or best.chunk is None or best.document is None or best.document.chunk_count <= 1:
@@ -599,11 +606,22 @@ class Retriever:
         chosen_ids = [features.chunk_ids[i] for i in ranked]
         missing = [cid for cid in chosen_ids if cid not in known]
         if missing:
-            fresh = [Hit(chunk_id=cid, score=best.score, source="dense",
-                         dense=float(cos[ranked[chosen_ids.index(cid)]]) if query_vec is not None else None)
-                     for cid in missing]
-            for h in self._attach(fresh, query_vec, terms, texts=False):
-                known[h.chunk_id] = replace(h, score=best.score, fused=best.fused)
+            # as _attach: the IDF-weighted share of the question's terms, over the rows of
+            # the incidence already read (the same bits as chunk_incidence's, so the same sums)
+            cidf = {t: bm25_idf(n_chunks, collection_df[t]) for t in unique}
+            held = weighted_presence(features, cidf) / (sum(cidf.values()) or 1.0)
+            lo, hi = self.embedder.cosine_range
+            for cid in missing:
+                row = ranked[chosen_ids.index(cid)]
+                coverage = float(held[row])
+                dense = float(cos[row]) if query_vec is not None else None
+                if dense is None:
+                    relevance = coverage
+                else:
+                    dense_rel = min(max((dense - lo) / (hi - lo), 0.0), 1.0)
+                    relevance = (dense_rel + coverage) / 2
+                known[cid] = Hit(chunk_id=cid, score=best.score, source="dense", dense=dense,
+                                 fused=best.fused, relevance=relevance, document=best.document)
         return [known[cid] for cid in chosen_ids if cid in known]
 
 
