@@ -28,7 +28,7 @@ MODEL_FIXTURES = frozenset({"embedder", "cross_encoder_path", "small_llm", "defa
 #: the bundled LLM served by llama.cpp: ``llm``
 LLM_FIXTURES = frozenset({"small_llm", "default_llm_url"})
 #: a real PostgreSQL server: ``postgres``
-POSTGRES_FIXTURES = frozenset({"postgres_server_url"})
+POSTGRES_FIXTURES = frozenset({"postgres_server_url", "postgres_shard_server_urls"})
 #: fixtures that take long to build (training a cross-encoder; indexing long documents with
 #: the real model, or the CUAD contracts for the LLM): every test using one is ``slow``
 SLOW_FIXTURES = frozenset({"cross_encoder_path", "fastapi_engine", "cuad_engine",
@@ -139,3 +139,65 @@ def postgres_url(postgres_server_url):
     yield postgres_server_url.rsplit("/", 1)[0] + f"/{name}"
     with psycopg.connect(postgres_server_url, autocommit=True) as conn:
         conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture(scope="session")
+def postgres_shard_server_urls():
+    """URLs of two real PostgreSQL servers with pgvector for sharded collections:
+    ``CITEWISE_TEST_POSTGRES_SHARD_URLS`` (comma-separated, set by ``.ci/run``), else two
+    servers this session starts on their own ports and stops at the end. When neither works
+    the tests fail under CI (``CI`` set) and skip elsewhere, as ``postgres_server_url``."""
+    from tests import pgserver
+
+    configured = [u for u in os.environ.get("CITEWISE_TEST_POSTGRES_SHARD_URLS", "").split(",")
+                  if u.strip()]
+    if configured:
+        if len(configured) < 2:
+            raise ValueError("CITEWISE_TEST_POSTGRES_SHARD_URLS: give two or more server URLs")
+        for url in configured:
+            pgserver.wait_ready(url)  # an unreachable configured server fails the tests
+        yield configured
+        return
+    servers = []
+    try:
+        for _ in range(2):
+            servers.append(pgserver.start())
+            pgserver.wait_ready(servers[-1].url)
+    except Exception as err:
+        for server in servers:
+            server.stop()
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(f"no PostgreSQL servers: set CITEWISE_TEST_POSTGRES_SHARD_URLS ({err})")
+    yield [s.url for s in servers]
+    for server in servers:
+        server.stop()
+
+
+def fresh_database(server_url: str) -> str:
+    """A new empty database on the server of ``server_url``, as a URL (drop it with
+    :func:`drop_database`)."""
+    import psycopg
+
+    name = f"cw_{uuid.uuid4().hex[:16]}"
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    return server_url.rsplit("/", 1)[0] + f"/{name}"
+
+
+def drop_database(url: str) -> None:
+    import psycopg
+
+    server_url, name = url.rsplit("/", 1)
+    with psycopg.connect(server_url + "/postgres", autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture
+def postgres_shard_urls(postgres_shard_server_urls):
+    """A fresh, empty database on each shard server (dropped afterwards), as URLs in server
+    order."""
+    urls = [fresh_database(u) for u in postgres_shard_server_urls]
+    yield urls
+    for url in urls:
+        drop_database(url)

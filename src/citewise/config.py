@@ -202,6 +202,12 @@ class Settings(BaseSettings):
         "process, built from the chunks once per index generation (the same scores; no reads "
         "of the postings rows). Memory: ~6 bytes a posting, ~0.55 GB at 1M chunks.",
     )
+    postgres_shards: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, description="A collection sharded across PostgreSQL servers: two "
+        "or more postgresql:// URLs, comma-separated (or a JSON list), always in the same order; "
+        "each document lives on one server, searches ask all of them at once (docs/scaling.md). "
+        "Empty = one store, CITEWISE_STORE.",
+    )
     coverage_weight: float = Field(
         0.3, ge=0.0, le=1.0,
         description="Weight of IDF-weighted query-term coverage in the final score.",
@@ -493,6 +499,25 @@ class Settings(BaseSettings):
                              f"codes the detector returns: {' '.join(LANGUAGE_NAMES)}")
         return codes
 
+    @field_validator("postgres_shards", mode="before")
+    @classmethod
+    def _shard_urls(cls, value: object) -> list[str]:
+        """``"url1,url2"``, a JSON list or a list; raises ValueError for a URL that is not
+        postgresql:// (the URL itself is not echoed: it may hold a password)."""
+        if isinstance(value, str):
+            text = value.strip()
+            value = json.loads(text) if text.startswith("[") else text.split(",")
+        if not isinstance(value, list) or not all(isinstance(u, str) for u in value):
+            raise ValueError("give postgresql:// URLs, comma-separated or a JSON list")
+        urls = [u.strip() for u in value if u.strip()]
+        for i, url in enumerate(urls):
+            if not is_postgres_url(url):
+                raise ValueError(f"shard {i + 1} is not a postgresql://user:password@host:port/"
+                                 "database URL")
+        if len(urls) == 1:
+            raise ValueError("one URL is one server: give two or more, or use CITEWISE_STORE")
+        return urls
+
     @field_validator("home", mode="after")
     @classmethod
     def _expand_home(cls, value: Path) -> Path:
@@ -515,10 +540,13 @@ class Settings(BaseSettings):
     @property
     def sessions_database(self) -> str:
         """The SQLAlchemy URL of the chat sessions database: ``sessions_url``; when empty, the
-        index's PostgreSQL database if ``store`` is a ``postgresql://`` URL, else
+        index's PostgreSQL database if ``store`` is a ``postgresql://`` URL (the first shard's
+        with ``postgres_shards``), else
         ``sqlite:///$home/sessions.sqlite3``."""
         if self.sessions_url:
             return self.sessions_url
+        if self.postgres_shards:
+            return self.postgres_shards[0]
         if is_postgres_url(self.store):
             return self.store
         return f"sqlite:///{self.home / 'sessions.sqlite3'}"

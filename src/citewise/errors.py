@@ -16,7 +16,8 @@ later the HTTP API) translate them into exit codes or statuses::
     │   └── EncodingError           the text encoding could not be detected
     ├── IndexError_                 the index on disk is unusable as configured
     │   ├── EmbeddingMismatchError  the index was built with another embedding model
-    │   └── AnalyzerMismatchError   its BM25 terms were made by another text analysis
+    │   ├── AnalyzerMismatchError   its BM25 terms were made by another text analysis
+    │   └── ShardUnavailableError   a server of a sharded collection cannot be reached
     ├── ModelError                  a model cannot be loaded (missing extra, bad path,
     │                               a bundled file that fails its checksum)
     ├── ProviderError               the LLM provider failed (unreachable, timeout, HTTP error,
@@ -97,6 +98,20 @@ class EncodingError(DocumentError):
 
 class IndexError_(CitewiseError):  # noqa: N801 - avoid shadowing the builtin IndexError
     """The index on disk cannot be used as configured."""
+
+
+class ShardUnavailableError(IndexError_):
+    """A server holding a shard of a sharded collection (``CITEWISE_POSTGRES_SHARDS``) cannot
+    be reached or failed mid-query. Searches and writes stop instead of answering from the
+    other shards (a partial answer would silently miss documents); the message names the
+    shard, its server (password hidden) and what to do."""
+
+    def __init__(self, shard: int, shards: int, location: str, detail: str) -> None:
+        self.shard, self.shards, self.location = shard, shards, location
+        super().__init__(
+            f"shard {shard} of {shards} of the sharded index ({location}) cannot be used: "
+            f"{detail.strip()}. Every search and write needs all {shards} shards: start that "
+            "server (or fix CITEWISE_POSTGRES_SHARDS if its address changed) and retry")
 
 
 class IndexChangedError(IndexError_):

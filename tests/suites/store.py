@@ -52,6 +52,7 @@ def write_in_subprocess(opener: str, script: str) -> None:
     root = Path(__file__).resolve().parents[2]
     code = ("import os, signal\nfrom citewise.store.sqlite import SQLiteStore\n"
             "from citewise.store.postgres import PostgresStore\n"
+            "from citewise.store.sharded import ShardedPostgresStore\n"
             "from citewise.text.analysis import analyze\n"
             "from tests.suites.store import make_doc\n"
             f"store = {opener}\n" + textwrap.dedent(script))

@@ -41,6 +41,7 @@ from citewise.errors import (
     ProviderError,
     QueryError,
     QueryTooLongError,
+    ShardUnavailableError,
     UploadConflictError,
     UploadError,
     UploadTooLargeError,
@@ -55,6 +56,7 @@ STATUS: dict[type[CitewiseError], int] = {
     NotFoundError: 404,
     UploadError: 400,
     DocumentError: 422,
+    ShardUnavailableError: 503,  # a shard's server is down: retry later, the request was fine
     IndexError_: 409,
     ProviderError: 502,
     ConfigError: 503,

@@ -6,7 +6,8 @@ probing attribute names.
 Backends: :class:`~citewise.store.sqlite.SQLiteStore` (one file; dense search exact) and
 :class:`~citewise.store.postgres.PostgresStore` (pgvector; dense search approximate, through
 an HNSW index), both built on :mod:`citewise.store.sql` and opened by
-:mod:`citewise.store.factory`.
+:mod:`citewise.store.factory`; :class:`~citewise.store.sharded.ShardedPostgresStore` spreads
+one collection over several PostgreSQL servers, a ``PostgresStore`` per shard.
 
 Writes are per document and atomic: after :meth:`Store.upsert_document` or
 :meth:`Store.delete_document` returns, or after a crash at any moment during either, a reader

@@ -13,6 +13,8 @@ both in the same left-to-right float64 order, so the two give bit-identical scor
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -52,3 +54,31 @@ def term_score_sql(qtf: str, idf: str, tf: str, dl: str, avgdl: str) -> str:
     ``qtf * (idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)))``."""
     return (f"{qtf} * ({idf} * {tf} * {BM25_K1 + 1.0!r}::float8 / ({tf} + {BM25_K1!r}::float8 * "
             f"(1.0::float8 - {BM25_B!r}::float8 + {BM25_B!r}::float8 * {dl} / {avgdl})))")
+
+
+@dataclass(frozen=True)
+class BM25Stats:
+    """The collection statistics BM25 scores with: ``chunks`` (N), ``tokens`` (the sum of the
+    chunks' lengths in analysed tokens) and ``df`` (term -> chunks holding it; a term left
+    out holds none). A store scores with its own by default; a sharded collection passes the
+    sum over its shards (:meth:`combine`) to every shard, so each scores exactly as one server
+    holding every chunk would."""
+
+    chunks: int
+    tokens: int
+    df: Mapping[str, int]
+
+    @property
+    def avgdl(self) -> float:
+        """Mean chunk length in tokens, as every store computes it: ``tokens / max(chunks,
+        1)`` in float64 (exact integer sums, so the same bits everywhere)."""
+        return float(self.tokens) / max(self.chunks, 1)
+
+    @classmethod
+    def combine(cls, parts: Sequence[BM25Stats]) -> BM25Stats:
+        """The statistics of the union of disjoint collections: counts summed."""
+        df: dict[str, int] = {}
+        for part in parts:
+            for term, n in part.df.items():
+                df[term] = df.get(term, 0) + n
+        return cls(sum(p.chunks for p in parts), sum(p.tokens for p in parts), df)

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from citewise.store.bm25 import bm25_scores
+from citewise.store.bm25 import BM25Stats, bm25_scores
 from citewise.store.derived_files import terms_array, terms_of
 
 #: chunks whose tokens are counted at a time while building (see :meth:`BM25Index.build`)
@@ -207,12 +207,15 @@ class BM25Index:
         self._masks[key] = mask
         return mask
 
-    def scores(self, query_tf: Mapping[str, int]) -> np.ndarray:
+    def scores(self, query_tf: Mapping[str, int], stats: BM25Stats | None = None) -> np.ndarray:
         """float64 (n,) BM25 score of every chunk for a query given as term -> count in the
         query; >= 0, higher is better, 0 for chunks holding no query term. Terms are added
-        in the mapping's order (the FTS5 path's order, so the sums are bit-identical)."""
+        in the mapping's order (the FTS5 path's order, so the sums are bit-identical).
+        ``stats``: the collection statistics to score with (a sharded collection's global
+        ones), None: this index's own (N, avgdl and each term's posting count)."""
         n = self.size
         total = np.zeros(n, dtype=np.float64)
+        n_docs, avgdl = (n, self.avgdl) if stats is None else (stats.chunks, stats.avgdl)
         for term, qtf in query_tf.items():
             col = self.vocabulary.get(term)
             if col is None:
@@ -221,19 +224,21 @@ class BM25Index:
             if start == end:
                 continue
             at = self.positions[start:end]
+            df = end - start if stats is None else stats.df.get(term, 0)
             weight = bm25_scores(self.counts[start:end].astype(np.float64), self.lengths[at],
-                                 end - start, n, self.avgdl)
+                                 df, n_docs, avgdl)
             total[at] += qtf * weight
         return total
 
-    def top(self, query_tf: Mapping[str, int], k: int,
-            mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def top(self, query_tf: Mapping[str, int], k: int, mask: np.ndarray | None = None,
+            stats: BM25Stats | None = None) -> tuple[np.ndarray, np.ndarray]:
         """The best ``k`` chunks for ``query_tf`` among those ``mask`` (bool (n,), None: all)
         lets through, as ``(row keys int64 (m,), scores float64 (m,))`` with m <= k, by
-        descending score, ties by ascending row key; chunks scoring 0 are left out."""
+        descending score, ties by ascending row key; chunks scoring 0 are left out.
+        ``stats``: as for :meth:`scores`."""
         if k <= 0 or self.size == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
-        scores = self.scores(query_tf)
+        scores = self.scores(query_tf, stats)
         if mask is not None:
             scores[~mask] = 0.0
         hit = np.flatnonzero(scores > 0)

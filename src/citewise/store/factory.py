@@ -29,6 +29,16 @@ def _postgres(url: str, ef_search: int, named: str, bm25_index: bool = False) ->
     return PostgresStore(url, ef_search=ef_search, bm25_index=bm25_index)
 
 
+def _sharded(urls: list[str], ef_search: int, named: str, bm25_index: bool = False) -> Store:
+    """The collection sharded across ``urls``; ConfigError (prefixed ``named``) when the
+    ``postgres`` extra is not installed."""
+    try:
+        from citewise.store.sharded import ShardedPostgresStore
+    except ModuleNotFoundError as err:
+        raise ConfigError(f"{named}: {err}") from None
+    return ShardedPostgresStore(urls, ef_search=ef_search, bm25_index=bm25_index)
+
+
 def open_store(settings: Settings) -> Store:
     """The store named by ``CITEWISE_STORE``: empty = ``$CITEWISE_HOME/index.sqlite3``; a
     folder or ``.sqlite3`` path = SQLite there; ``postgresql://user:pass@host:port/db`` =
@@ -37,8 +47,20 @@ def open_store(settings: Settings) -> Store:
     ``CITEWISE_POSTGRES_BM25_INDEX``); SQLite's dense search is exact below
     ``CITEWISE_DENSE_EXACT_BELOW`` chunks.
 
-    Raises ConfigError for another URL scheme, IndexError_ when the index cannot be opened.
+    With ``CITEWISE_POSTGRES_SHARDS`` (two or more URLs) the collection is sharded across
+    those servers (:class:`~citewise.store.sharded.ShardedPostgresStore`, the same search
+    settings); ``CITEWISE_STORE`` must then be empty.
+
+    Raises ConfigError for another URL scheme or both settings given, IndexError_ when the
+    index cannot be opened (ShardUnavailableError naming a shard's server).
     """
+    if settings.postgres_shards:
+        if settings.store:
+            raise ConfigError(
+                "CITEWISE_STORE and CITEWISE_POSTGRES_SHARDS are both set: a sharded collection "
+                "is named by CITEWISE_POSTGRES_SHARDS alone; empty CITEWISE_STORE")
+        return _sharded(settings.postgres_shards, settings.hnsw_ef_search,
+                        "CITEWISE_POSTGRES_SHARDS", settings.postgres_bm25_index)
     if "://" in settings.store:
         if is_postgres_url(settings.store):
             return _postgres(settings.store, settings.hnsw_ef_search, "CITEWISE_STORE",
@@ -53,11 +75,18 @@ def open_store(settings: Settings) -> Store:
 
 def open_location(spec: str) -> Store:
     """A store from a location: ``sqlite:PATH`` (or a plain path; a folder means
-    ``PATH/index.sqlite3``) or ``postgresql://user:pass@host:port/db`` (pgvector's default
-    ``ef_search``).
+    ``PATH/index.sqlite3``), ``postgresql://user:pass@host:port/db`` (pgvector's default
+    ``ef_search``), or two or more such URLs, comma-separated: a collection sharded across
+    them (``citewise migrate --to URL1,URL2`` copies an index into shards).
 
     Raises ConfigError for another URL scheme or a missing ``postgres`` extra; IndexError_
     when it cannot be opened."""
+    if "," in spec and "://" in spec:
+        urls = [u.strip() for u in spec.split(",") if u.strip()]
+        if not all(is_postgres_url(u) for u in urls):
+            raise ConfigError(f"{spec!r}: shards are postgresql://user@host:port/db URLs, "
+                              "comma-separated")
+        return _sharded(urls, 100, "sharded location")
     if "://" in spec:
         if not is_postgres_url(spec):
             raise ConfigError(f"{spec!r}: give sqlite:PATH or postgresql://user@host:port/db")

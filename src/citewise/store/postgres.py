@@ -60,7 +60,7 @@ import numpy as np
 from citewise.config import libpq_url, redact_url
 from citewise.errors import ConfigError, IndexError_
 from citewise.store.base import Filters, IndexInfo, nested_read_transaction
-from citewise.store.bm25 import idf_sql, term_score_sql
+from citewise.store.bm25 import BM25Stats, idf_sql, term_score_sql
 from citewise.store.bm25_index import BM25Index, KeptIndex, query_counts
 from citewise.store.migrations import named, pending, run_migrations
 from citewise.store.scope import scoped_document_ids
@@ -266,7 +266,10 @@ WITH s AS (
     FROM unnest(%s::text[], %s::int[]) WITH ORDINALITY AS q(term, qtf, ord)
     JOIN term_stats t ON t.term = q.term, s
     WHERE t.df > 0
-), a AS MATERIALIZED (
+)"""
+
+#: The scoring steps after ``s`` (N, avgdl) and ``q`` (the query terms and their idf).
+_BM25_SCORING = f""", a AS MATERIALIZED (
     SELECT p.chunk, sum({_TERM_SCORE}) AS score
     FROM q JOIN postings p ON p.term = q.term, s
     {{filter}}
@@ -284,6 +287,23 @@ WHERE x.score > 0
 ORDER BY x.score DESC, x.chunk
 LIMIT %s
 """
+_BM25_SQL += _BM25_SCORING
+
+#: :data:`_BM25_SQL` scoring with given collection statistics (a sharded collection's global
+#: ones, :class:`~citewise.store.bm25.BM25Stats`) instead of this database's. Parameters: the
+#: chunk count, the token count, the chunk count again, the query terms, their counts in the
+#: query, their document frequencies, then as :data:`_BM25_SQL` after its first two. The same
+#: float8 expressions in the same order as :data:`_BM25_SQL`, so a shard's scores are those of
+#: one server holding every shard's chunks, to the last bit.
+_BM25_GIVEN_SQL = f"""
+WITH s AS (
+    SELECT %s::bigint::float8 AS n, %s::bigint::float8 / greatest(%s::bigint, 1) AS avgdl
+), q AS MATERIALIZED (
+    SELECT q.ord, q.term, q.qtf::float8 AS qtf,
+           {idf_sql('s.n', 'q.df')} AS idf
+    FROM unnest(%s::text[], %s::int[], %s::bigint[]) WITH ORDINALITY AS q(term, qtf, df, ord), s
+    WHERE q.df > 0
+)""" + _BM25_SCORING
 
 
 @dataclass
@@ -295,6 +315,15 @@ class _Removed:
     chunks: int = 0
     tokens: int = 0
     df: Counter[str] = field(default_factory=Counter)
+
+
+@dataclass
+class Session:
+    """One thread's use of a :class:`PostgresStore`: its connection and how deep it is in
+    :meth:`PostgresStore.snapshot` (see :meth:`PostgresStore.acting_for`)."""
+
+    conn: psycopg.Connection[Any] | None
+    depth: int
 
 
 def _row(cursor: psycopg.Cursor[Any]) -> Any:
@@ -796,6 +825,43 @@ class PostgresStore(SQLStore):
         df.update({t: int(d) for t, d in rows})
         return int(n), df
 
+    def bm25_stats(self, terms: Sequence[str]) -> BM25Stats:
+        """This database's BM25 statistics for the query ``terms``: chunks, tokens, and the
+        document frequency of each term held by any chunk (two reads; call it inside
+        :meth:`snapshot` to see the state the scoring sees)."""
+        chunks, tokens = _row(self.db.execute(
+            "SELECT chunks, total_terms FROM collection_stats WHERE id = 1"))
+        rows = self.db.execute("SELECT term, df FROM term_stats WHERE term = ANY(%s) AND df > 0",
+                               (list(dict.fromkeys(terms)),))
+        return BM25Stats(int(chunks), int(tokens), {t: int(d) for t, d in rows})
+
+    # --- lending this thread's connection (parallel reads of a sharded collection) ---------
+    def session(self) -> Session:
+        """This thread's connection (None before its first use) and read-transaction depth,
+        to lend to a worker thread with :meth:`acting_for` while this thread waits."""
+        return Session(getattr(self._local, "conn", None), getattr(self._local, "depth", 0))
+
+    @contextmanager
+    def acting_for(self, session: Session) -> Iterator[None]:
+        """Run this thread's calls of the store on ``session``'s connection and inside its
+        transaction (another thread's, which must not use the store meanwhile), so reads in a
+        :meth:`snapshot` opened by that thread see its state. A connection opened here (the
+        session had none) is kept in ``session``; hand it back with :meth:`resume`."""
+        local = self._local
+        saved = (getattr(local, "conn", None), getattr(local, "depth", 0))
+        local.conn, local.depth = session.conn, session.depth
+        try:
+            yield
+        finally:
+            session.conn = getattr(local, "conn", None)
+            local.conn, local.depth = saved
+
+    def resume(self, session: Session) -> None:
+        """Make ``session``'s connection this thread's again (after :meth:`acting_for`
+        elsewhere opened or replaced it)."""
+        if session.conn is not None:
+            self._local.conn = session.conn
+
     def _load_bm25_index(self) -> BM25Index:
         """The BM25 index of the state this thread reads (call it inside :meth:`snapshot`):
         the kept one when its generation is the one read, else one built from that state's
@@ -835,8 +901,8 @@ class PostgresStore(SQLStore):
             building.join(wait_s)
         return self._bm25_kept.current(self.generation()) is not None
 
-    def _indexed_sparse_search(self, terms: Sequence[str], k: int,
-                               filters: Filters | None) -> list[Hit] | None:
+    def _indexed_sparse_search(self, terms: Sequence[str], k: int, filters: Filters | None,
+                               stats: BM25Stats | None = None) -> list[Hit] | None:
         """BM25 from the in-memory index of the state read; None when it is not built yet
         and ``bm25_build`` is ``background`` (a build is started)."""
         query_tf = query_counts(terms)
@@ -860,7 +926,7 @@ class PostgresStore(SQLStore):
                             f"SELECT c.seq FROM chunks c WHERE {where}", params)),
                         dtype=np.int64)
                     mask = index.cached_mask(wanted, allowed)
-            seqs, scores = index.top(query_tf, k, mask)
+            seqs, scores = index.top(query_tf, k, mask, stats)
             if not len(seqs):
                 return []
             ids = dict(self.db.execute("SELECT seq, id FROM chunks WHERE seq = ANY(%s)",
@@ -869,25 +935,32 @@ class PostgresStore(SQLStore):
                     for q, v in zip(seqs, scores, strict=True) if int(q) in ids]
 
     def sparse_search(
-        self, terms: Sequence[str], k: int, filters: Filters | None = None
+        self, terms: Sequence[str], k: int, filters: Filters | None = None, *,
+        stats: BM25Stats | None = None,
     ) -> list[Hit]:
         """BM25 top-k (see the module docstring): ``sparse`` >= 0, best first, ties in
         insertion order. Every chunk holding a query term is scored, in SQL, or with
         ``bm25_index`` from the in-memory index of the state read (SQL while it is built in
-        the background)."""
+        the background). ``stats``: score with these collection statistics instead of this
+        database's (a shard of :class:`~citewise.store.sharded.ShardedPostgresStore` gets the
+        sum over every shard, :meth:`bm25_stats`)."""
         if self.bm25_index:
-            hits = self._indexed_sparse_search(terms, k, filters)
+            hits = self._indexed_sparse_search(terms, k, filters, stats)
             if hits is not None:
                 return hits
         where, params = self._filter_sql(filters)
         query_tf = Counter(t for t in terms if t)
         if not query_tf or k <= 0:
             return []
-        sql = _BM25_SQL.replace(
-            "{filter}",
-            f"WHERE p.chunk IN (SELECT c.seq FROM chunks c WHERE {where})" if where else "",
-        )
-        rows = self.db.execute(sql, [list(query_tf), list(query_tf.values()), *params, k - 1,
-                                     k]).fetchall()
+        condition = (f"WHERE p.chunk IN (SELECT c.seq FROM chunks c WHERE {where})" if where
+                     else "")
+        if stats is None:
+            sql = _BM25_SQL.replace("{filter}", condition)
+            head: list[Any] = [list(query_tf), list(query_tf.values())]
+        else:
+            sql = _BM25_GIVEN_SQL.replace("{filter}", condition)
+            head = [stats.chunks, stats.tokens, stats.chunks, list(query_tf),
+                    list(query_tf.values()), [stats.df.get(t, 0) for t in query_tf]]
+        rows = self.db.execute(sql, [*head, *params, k - 1, k]).fetchall()
         return [Hit(chunk_id=cid, score=float(s), source="sparse", sparse=float(s))
                 for cid, s in rows]
