@@ -24,9 +24,14 @@ the two legs; ``fusion_ms``, ``load_ms``: candidates' chunks, coverage and relev
 p50 ratios to the baseline; and how many queries got identical results in both trees (every
 hit's chunk id, source, score, dense, sparse, fused and relevance, floats compared exactly).
 
+``--baseline-db`` gives the baseline process a file of its own, a copy of the same state
+(its derived folder copied with it): this tree's process migrates the file it opens, and a
+migration that only adds an index (m005) would otherwise speed the baseline's reads too.
+
 Usage::
 
-    python benchmarks/hybrid.py --chunks 100000 --queries 200 --baseline-src ../base/src
+    python benchmarks/hybrid.py --chunks 100000 --queries 200 --baseline-src ../base/src \
+        [--baseline-db copy/bm25-100000.sqlite3]
 
 Prints Markdown tables and the load average (``os.getloadavg``); docs/benchmarks.md records
 them.
@@ -116,6 +121,8 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--baseline-src", type=Path, required=False,
                     help="the src folder of the tree to compare with")
+    ap.add_argument("--baseline-db", type=Path,
+                    help="the baseline's own copy of the index file (default: the same file)")
     ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "citewise-bench")
     ap.add_argument("--worker", type=Path, help=argparse.SUPPRESS)  # the index file
     args = ap.parse_args()
@@ -153,7 +160,8 @@ def main() -> None:
     for name, src in trees.items():
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(src), str(src.parent)])}
         procs[name] = subprocess.Popen(
-            [sys.executable, str(Path(__file__).resolve()), "--worker", str(path),
+            [sys.executable, str(Path(__file__).resolve()), "--worker",
+             str(args.baseline_db if name == "baseline" and args.baseline_db else path),
              "--queries", str(args.queries), "--work", str(args.work)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
     for name, proc in procs.items():

@@ -13,14 +13,17 @@ from citewise.config import Settings
 from citewise.eval.datasets import load_beir
 from citewise.retrieve.retriever import (
     Retriever,
+    clean_query,
     document_idf,
     idf_within,
+    question_clause,
     weighted_presence,
 )
 from citewise.store.base import TermIncidence
 from citewise.store.sqlite import SQLiteStore
-from citewise.text.analysis import analyze
-from citewise.types import Chunk, Document
+from citewise.text.analysis import analyze, content_terms, tokenize
+from citewise.text.language import detect_language
+from citewise.types import Chunk, Document, Hit
 from tests.conftest import DATASETS
 
 PER_DOC = 10
@@ -85,6 +88,61 @@ def test_search_from_the_indexes_equals_search_through_sql(stores, embedder, tmp
         picked += sum(h.chunk_id != best.get(h.chunk.document_id) for h in want.hits)
     assert found >= 18  # the comparison covers real evidence ...
     assert picked  # ... including chunks the within-document step chose over the best hit
+
+
+class EveryText(Retriever):
+    """``search`` as before it read the candidates without their texts: every candidate's
+    chunk read in full by the ranking (what :meth:`Retriever.rank` returns)."""
+
+    def _rank(self, query, **kwargs):  # type: ignore[no-untyped-def]
+        return super()._rank(query, **{**kwargs, "texts": True})
+
+
+def test_search_reading_only_the_kept_texts_equals_reading_every_text(stores, embedder,
+                                                                      tmp_path):
+    fast, sql, queries = stores
+    settings = Settings(home=tmp_path / "home", llm_provider="none")
+    for store in (fast, sql):
+        lean, full = Retriever(settings, store, embedder), EveryText(settings, store, embedder)
+        found = 0
+        for q in queries:
+            got, want = lean.search(q), full.search(q)
+            assert fields(got.hits) == fields(want.hits), q
+            assert got.candidates == want.candidates
+            stored = store.get_chunks([h.chunk_id for h in got.hits])
+            assert [h.chunk for h in got.hits] == [stored[h.chunk_id][0] for h in got.hits]
+            assert all(h.chunk is not None and h.chunk.text for h in got.hits)
+            found += bool(got.hits)
+        assert found >= 18
+
+
+def test_chunks_the_selection_adds_are_scored_as_candidates_are(stores, embedder, tmp_path):
+    """A chunk the within-document step picks that was no candidate (legs 2 deep, so most
+    are not) gets the relevance the candidates' scoring (``_attach``) gives it, bit for bit,
+    its document's fused score, and its full chunk."""
+    fast, sql, queries = stores
+    settings = Settings(home=tmp_path / "home", llm_provider="none", dense_k=2, sparse_k=2)
+    added = 0
+    for store in (fast, sql):
+        retriever = Retriever(settings, store, embedder)
+        for q in queries:
+            ranked = retriever.rank(q)
+            fused = {h.chunk.document_id: h.fused for h in reversed(ranked)}
+            clause = question_clause(clean_query(q, settings.max_query_chars))
+            language = detect_language(q)
+            terms = content_terms(clause, language) or tokenize(clause, language)
+            vector = embedder.embed_query(clause)
+            for hit in retriever.search(q).hits:
+                if hit.chunk_id in {h.chunk_id for h in ranked}:
+                    continue
+                added += 1
+                (want,) = retriever._attach([Hit(chunk_id=hit.chunk_id, score=hit.score,
+                                                 dense=hit.dense)], vector, terms)
+                assert repr(hit.relevance) == repr(want.relevance), q
+                assert hit.chunk == store.get_chunks([hit.chunk_id])[hit.chunk_id][0]
+                assert hit.document == want.document and hit.sparse is None
+                assert hit.fused == fused[hit.chunk.document_id]
+    assert added >= 4
 
 
 def test_idf_within_equals_document_idf_and_the_sums_are_exact():

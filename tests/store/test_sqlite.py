@@ -103,7 +103,7 @@ def test_migrations_are_recorded_and_idempotent(tmp_path):
     SQLiteStore(path).close()
     SQLiteStore(path).close()
     db = sqlite3.connect(path)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == 5  # m001 ... m005
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 6  # m001 ... m006
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
@@ -119,7 +119,42 @@ def test_m002_puts_the_documents_of_an_older_index_in_the_default_collection(tmp
     db.close()
     store = SQLiteStore(path)
     assert [(d.id, d.collection) for d in store.documents()] == [("d", "default")]
-    assert store.db.execute("PRAGMA user_version").fetchone()[0] == 5  # m002 ... m005
+    assert store.db.execute("PRAGMA user_version").fetchone()[0] == 6  # m002 ... m006
+
+
+def test_m006_makes_an_older_index_read_chunk_ids_from_the_index_alone(tmp_path):
+    """A version-4 index (its ``chunks_document`` on ``(document_id, ordinal)`` only) is
+    migrated to the covering ``(document_id, ordinal, id)``: a document's chunk ids in
+    ordinal order are answered from the index without visiting the table, and the
+    document's incidence is unchanged."""
+    from citewise.store.sqlite import (
+        m001_initial,
+        m002_collection,
+        m003_chunk_language,
+        m004_chunk_page_starts,
+    )
+
+    path = tmp_path / "v4.sqlite3"
+    db = sqlite3.connect(path, isolation_level=None)
+    for step in (m001_initial, m002_collection, m003_chunk_language, m004_chunk_page_starts):
+        step(db)
+    db.execute("PRAGMA user_version = 4")
+    db.close()
+    store = SQLiteStore(path)
+    store.bind_model("m", DIM)
+    doc, chunks, vecs = make_doc("d.md", ["alpha one", "beta two", "alpha three"])
+    store.upsert_document(doc, chunks, vecs)
+    db = store.db
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 6
+    assert [r[2] for r in db.execute("PRAGMA index_info(chunks_document)")] == [
+        "document_id", "ordinal", "id"]
+    plan = " ".join(str(r[-1]) for r in db.execute(
+        "EXPLAIN QUERY PLAN SELECT rowid, id FROM chunks WHERE document_id = ? ORDER BY ordinal",
+        (doc.id,)))
+    assert "COVERING INDEX chunks_document" in plan, plan
+    incidence = store.document_incidence(doc.id, ["alpha", "beta"])
+    assert incidence.chunk_ids == tuple(c.id for c in chunks)
+    assert incidence.present.tolist() == [[True, False], [False, True], [True, False]]
 
 
 def test_reader_sees_old_or_new_version_while_writer_replaces(tmp_path):

@@ -165,6 +165,19 @@ class StoreSuite:
         chunk, document = got["x.txt-0"]
         assert chunk.text == "hello" and document.id == doc.id and document.path == "col/x.txt"
 
+    def test_get_chunks_without_texts_reads_the_keys_and_whole_documents(self, store):
+        doc = self.add(store, "k.txt", ["first passage here", "second passage there"])
+        full = store.get_chunks(["k.txt-1", "k.txt-0", "missing"])
+        keys = store.get_chunks(["k.txt-1", "k.txt-0", "missing"], texts=False)
+        assert set(keys) == set(full) == {"k.txt-0", "k.txt-1"}
+        for cid, (chunk, document) in keys.items():
+            stored, stored_doc = full[cid]
+            assert stored.text and (chunk.text, chunk.source_text) == ("", "")
+            assert (chunk.id, chunk.document_id, chunk.ordinal, chunk.language) == (
+                stored.id, stored.document_id, stored.ordinal, stored.language)
+            assert (chunk.char_start, chunk.char_end, chunk.section) == (0, 0, ())
+            assert document == stored_doc and document.id == doc.id
+
     def test_cached_vectors_by_content_hash(self, store):
         self.add(store, "v.txt", ["one"], [unit(0, 0, 1)])
         cached = store.cached_vectors(["c-v.txt-one", "nope"])

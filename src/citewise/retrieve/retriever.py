@@ -288,6 +288,20 @@ class Retriever:
         standalone question still searches "service"). Raises QueryError
         for a blank question or a malformed filter (the message names it).
         """
+        return self._rank(query, mode=mode, k=k, filters=filters, rerank=rerank,
+                          timings=timings, query_vec=query_vec,
+                          prefer_document=prefer_document, lexical=lexical, texts=True)
+
+    def _rank(
+        self, query: str, *, mode: SearchMode | str, k: int | None,
+        filters: Mapping[str, Any] | None, rerank: bool, timings: dict[str, float] | None,
+        query_vec: np.ndarray | None, prefer_document: str | None, lexical: str, texts: bool,
+    ) -> list[Hit]:
+        """:meth:`rank`; with ``texts=False`` the hits' chunks are read without their texts
+        (``Store.get_chunks(..., texts=False)``: id, document id, ordinal and language only)
+        unless the question is reranked, which reads them; every score and the order are the
+        same either way. For :meth:`search`, whose selection reads the texts of the few hits
+        it keeps (:meth:`_with_texts`)."""
         mode = SearchMode(mode)
         clock = _Clock(timings if timings is not None else {})
         query = clean_query(query, self.settings.max_query_chars)
@@ -327,9 +341,10 @@ class Retriever:
                                            filters, clock, alpha)
             if not hits:
                 return []
+            reranked = rerank and self.reranks(language)
             with clock("load_ms"):
-                hits = self._attach(hits, query_vec, terms)
-        if rerank and self.reranks(language):
+                hits = self._attach(hits, query_vec, terms, texts=texts or reranked)
+        if reranked:
             with clock("rerank_ms"):
                 hits = self._rerank(query, hits)
         if routed is not None:
@@ -456,10 +471,11 @@ class Retriever:
         mode = SearchMode(mode)
         cleaned = clean_query(query, self.settings.max_query_chars)
         query_vec = None if mode is SearchMode.SPARSE else self.embed_query(cleaned, _Clock(timings))
-        hits = self.rank(cleaned, mode=mode, filters=filters, timings=timings, query_vec=query_vec,
-                         prefer_document=prefer_document,
-                         lexical=clean_query(lexical, self.settings.max_query_chars)
-                         if lexical.strip() else "")
+        hits = self._rank(cleaned, mode=mode, k=None, filters=filters, rerank=True,
+                          timings=timings, query_vec=query_vec,
+                          prefer_document=prefer_document,
+                          lexical=clean_query(lexical, self.settings.max_query_chars)
+                          if lexical.strip() else "", texts=False)
         top_k = top_k or self.settings.top_k
         per_file = per_file or self.settings.per_file
         min_score = self.settings.min_score if min_score is None else min_score
@@ -494,14 +510,17 @@ class Retriever:
         focus_vec = query_vec
         if query_vec is not None and focus != query:
             focus_vec = self.embedder.embed_query(focus)
-        _, cdf = self.store.term_document_frequencies(list(dict.fromkeys(terms)))
+        n_chunks, cdf = self.store.term_document_frequencies(list(dict.fromkeys(terms)))
         keys: list[str] = []  # normalised text of each selected hit
         for doc_hits in order.values():
             if len(selected) >= top_k:
                 break
-            picked = self._within_document(terms, focus_vec, cdf, doc_hits, per_file)
+            picked = self._with_texts([
+                h for h in self._within_document(terms, focus_vec, cdf, doc_hits, per_file,
+                                                 n_chunks)
+                if (h.relevance or 0.0) >= min_score])
             for hit in picked:
-                if (hit.relevance or 0.0) < min_score or hit.chunk is None:
+                if hit.chunk is None:  # a chunk no longer stored
                     continue
                 key = passage_key(hit.chunk.text)
                 same = next((i for i, k in enumerate(keys) if near_duplicate(k, key)), None)
@@ -516,6 +535,16 @@ class Retriever:
                     selected[same] = replace(kept, duplicates=(*kept.duplicates, hit.document))
         return selected[:top_k]
 
+    def _with_texts(self, hits: list[Hit]) -> list[Hit]:
+        """``hits`` with their chunks and documents read in full (``Store.get_chunks``: text,
+        source text, location), in the same order; a hit whose chunk is no longer stored
+        keeps its own (None for one the within-document step added)."""
+        if not hits:
+            return hits
+        loaded = self.store.get_chunks([h.chunk_id for h in hits])
+        return [replace(h, chunk=loaded[h.chunk_id][0], document=loaded[h.chunk_id][1])
+                if h.chunk_id in loaded else h for h in hits]
+
     def document_term_weights(self, document_id: str, question: str) -> dict[str, float]:
         """:func:`document_idf` of the question's terms within one document."""
         terms = tokenize(question, detect_language(question))
@@ -528,7 +557,7 @@ class Retriever:
 
     def _within_document(self, terms: list[str], query_vec: np.ndarray | None,
                          collection_df: Mapping[str, int], doc_hits: list[Hit],
-                         n: int) -> list[Hit]:
+                         n: int, n_chunks: int) -> list[Hit]:
         """The ``n`` chunks of one document that best match the question, judged with
         *within-document* IDF: a term in every chunk of the document (often the name of the
         party or product the question uses to pick the document) says nothing about which
@@ -542,6 +571,11 @@ class Retriever:
         only in this document weigh less (:func:`document_idf`). Only used to choose among a document's chunks, so the
         document order of the fused ranking is kept. Falls back to the fused hits when the
         question has no terms or the document has one chunk.
+
+        A chosen chunk that was not a candidate comes with ``chunk`` None (read with the
+        kept texts, :meth:`_with_texts`), the document's best score and fused score, and the
+        relevance :meth:`_attach` gives it, its coverage taken from the document's incidence
+        (``n_chunks``: the chunks in the index, for the collection IDF of ``collection_df``).
         """
         best = doc_hits[0]
         if not terms or best.chunk is None or best.document is None or best.document.chunk_count <= 1:
@@ -572,17 +606,30 @@ class Retriever:
         chosen_ids = [features.chunk_ids[i] for i in ranked]
         missing = [cid for cid in chosen_ids if cid not in known]
         if missing:
-            fresh = [Hit(chunk_id=cid, score=best.score, source="dense",
-                         dense=float(cos[ranked[chosen_ids.index(cid)]]) if query_vec is not None else None)
-                     for cid in missing]
-            for h in self._attach(fresh, query_vec, terms):
-                known[h.chunk_id] = replace(h, score=best.score, fused=best.fused)
+            # as _attach: the IDF-weighted share of the question's terms, over the rows of
+            # the incidence already read (the same bits as chunk_incidence's, so the same sums)
+            cidf = {t: bm25_idf(n_chunks, collection_df[t]) for t in unique}
+            held = weighted_presence(features, cidf) / (sum(cidf.values()) or 1.0)
+            lo, hi = self.embedder.cosine_range
+            for cid in missing:
+                row = ranked[chosen_ids.index(cid)]
+                coverage = float(held[row])
+                dense = float(cos[row]) if query_vec is not None else None
+                if dense is None:
+                    relevance = coverage
+                else:
+                    dense_rel = min(max((dense - lo) / (hi - lo), 0.0), 1.0)
+                    relevance = (dense_rel + coverage) / 2
+                known[cid] = Hit(chunk_id=cid, score=best.score, source="dense", dense=dense,
+                                 fused=best.fused, relevance=relevance, document=best.document)
         return [known[cid] for cid in chosen_ids if cid in known]
 
 
-    def _attach(self, hits: list[Hit], query_vec: np.ndarray | None, terms: list[str]) -> list[Hit]:
-        """Load chunks, fill missing dense scores, compute coverage and relevance."""
-        loaded = self.store.get_chunks([h.chunk_id for h in hits])
+    def _attach(self, hits: list[Hit], query_vec: np.ndarray | None, terms: list[str], *,
+                texts: bool = True) -> list[Hit]:
+        """Load chunks (without their texts when not ``texts``, see
+        ``Store.get_chunks``), fill missing dense scores, compute coverage and relevance."""
+        loaded = self.store.get_chunks([h.chunk_id for h in hits], texts=texts)
         unique = list(dict.fromkeys(terms))
         incidence = self.store.chunk_incidence(list(loaded), unique)
         hits = [h for h in hits if h.chunk_id in loaded]
@@ -596,7 +643,12 @@ class Retriever:
         lo, hi = self.embedder.cosine_range
         missing = [i for i, h in enumerate(hits) if h.dense is None]
         if query_vec is not None and missing:
-            vecs = self.store.vectors_of([hits[i].chunk_id for i in missing])
+            # the stored vectors (as vectors_of gives them), from the store's dense index
+            # when it has one of the state read
+            stored = self.store.chunk_incidence([hits[i].chunk_id for i in missing], [],
+                                                vectors=True)
+            vecs = ({} if stored.vectors is None
+                    else dict(zip(stored.chunk_ids, stored.vectors, strict=True)))
             for i in missing:
                 if hits[i].chunk_id in vecs:
                     hits[i] = replace(hits[i], dense=float(vecs[hits[i].chunk_id] @ query_vec))
@@ -617,7 +669,11 @@ class Retriever:
             norm = (f - low) / span if span > 0 else 1.0
             w = self.settings.coverage_weight if terms else 0.0
             score = (1 - w) * norm + w * coverage
-            out.append(replace(h, chunk=chunk, document=doc, relevance=relevance, score=float(score)))
+            # Hit(...) rather than dataclasses.replace: the same value, a fraction of the time
+            out.append(Hit(chunk_id=h.chunk_id, score=float(score), source=h.source,
+                           dense=h.dense, sparse=h.sparse, fused=h.fused, rerank=h.rerank,
+                           relevance=relevance, chunk=chunk, document=doc,
+                           duplicates=h.duplicates))
         out.sort(key=lambda h: -h.score)
         return out
 

@@ -197,8 +197,15 @@ class Store(Protocol):
     def snapshot(self) -> AbstractContextManager[None]:
         """Reads inside see one committed state (a query never mixes two versions)."""
 
-    def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, tuple[Chunk, Document]]:
-        """Chunks with their documents, by id; unknown ids are left out."""
+    def get_chunks(self, chunk_ids: Sequence[str], *,
+                   texts: bool = True) -> dict[str, tuple[Chunk, Document]]:
+        """Chunks with their documents, by id; unknown ids are left out. With
+        ``texts=False`` only each chunk's ``id``, ``document_id``, ``ordinal`` and
+        ``language`` are read (the rest of the row, its text above all, is not): ``text`` and
+        ``source_text`` are ``""``, ``char_start``/``char_end`` 0 and the other fields their
+        defaults (:func:`~citewise.store.sql.textless_chunk_from_row`); the documents are
+        complete either way. For a ranking that needs the chunks' documents, not their
+        texts."""
 
     def stored_model(self) -> tuple[str | None, int | None]:
         """``(model name, dimension)`` recorded by :meth:`bind_model`, or ``(None, None)``."""

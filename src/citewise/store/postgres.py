@@ -69,6 +69,8 @@ from citewise.store.sql import (
     DOC_COLS,
     DOCUMENT_COLUMNS,
     NCHUNK,
+    NTEXTLESS,
+    TEXTLESS_CHUNK_COLS,
     ChunkFilter,
     SQLStore,
     analysed_terms,
@@ -82,6 +84,7 @@ from citewise.store.sql import (
     document_from_row,
     document_values,
     insert_sql,
+    textless_chunk_from_row,
 )
 from citewise.types import Chunk, Document, Hit
 
@@ -707,7 +710,16 @@ class PostgresStore(SQLStore):
         return [(cid, frozenset(t.split()), _vec(v))
                 for cid, t, v in rows]
 
-    def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, tuple[Chunk, Document]]:
+    def get_chunks(self, chunk_ids: Sequence[str], *,
+                   texts: bool = True) -> dict[str, tuple[Chunk, Document]]:
+        """See :meth:`Store.get_chunks`."""
+        if not texts:
+            rows = self.db.execute(
+                f"SELECT {TEXTLESS_CHUNK_COLS}, {DOC_COLS} FROM chunks c "
+                "JOIN documents d ON d.id = c.document_id WHERE c.id = ANY(%s) ORDER BY c.seq",
+                (list(set(chunk_ids)),))
+            return {row[0]: (textless_chunk_from_row(row[:NTEXTLESS]),
+                             document_from_row(row[NTEXTLESS:])) for row in rows}
         rows = self.db.execute(
             f"SELECT {_CHUNK_COLS}, {DOC_COLS} FROM chunks c "
             "JOIN documents d ON d.id = c.document_id WHERE c.id = ANY(%s) ORDER BY c.seq",

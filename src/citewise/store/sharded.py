@@ -491,9 +491,10 @@ class ShardedPostgresStore:
             out.update(part)
         return out
 
-    def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, tuple[Chunk, Document]]:
+    def get_chunks(self, chunk_ids: Sequence[str], *,
+                   texts: bool = True) -> dict[str, tuple[Chunk, Document]]:
         """See :meth:`Store.get_chunks` (every shard asked at once; a chunk id is on one)."""
-        return self._by_id(lambda s: s.get_chunks(chunk_ids))
+        return self._by_id(lambda s: s.get_chunks(chunk_ids, texts=texts))
 
     def terms_of(self, chunk_ids: Sequence[str]) -> dict[str, frozenset[str]]:
         return self._by_id(lambda s: s.terms_of(chunk_ids))

@@ -38,6 +38,11 @@ CHUNK_COLUMNS = ("id", "document_id", "ordinal", "text", "source_text", "char_st
 DOC_COLS = ", ".join(f"d.{c}" for c in DOCUMENT_COLUMNS)
 #: How many columns :func:`chunk_cols` selects (the key column, then :data:`CHUNK_COLUMNS`).
 NCHUNK = 1 + len(CHUNK_COLUMNS)
+#: ``chunks c`` columns of a chunk without its text (``get_chunks(..., texts=False)``), in
+#: the order of :func:`textless_chunk_from_row`.
+TEXTLESS_CHUNK_COLS = "c.id, c.document_id, c.ordinal, c.language"
+#: How many columns :data:`TEXTLESS_CHUNK_COLS` selects.
+NTEXTLESS = 4
 
 
 def chunk_cols(key: str) -> str:
@@ -76,6 +81,15 @@ def chunk_from_row(row: Sequence[Any]) -> Chunk:
         content_hash=row[14], token_count=row[15], language=row[16],
         page_starts=tuple((int(a), int(b)) for a, b in _json_list(row[17])),
     )
+
+
+def textless_chunk_from_row(row: Sequence[Any]) -> Chunk:
+    """The chunk of a row selected with :data:`TEXTLESS_CHUNK_COLS` (its first
+    :data:`NTEXTLESS` values): ``id``, ``document_id``, ``ordinal`` and ``language`` as
+    stored; ``text`` and ``source_text`` ``""``, ``char_start``/``char_end`` 0 and every
+    other field its default (None, ``()``, ``""``, 0): not the stored values."""
+    return Chunk(id=row[0], document_id=row[1], ordinal=row[2], text="", source_text="",
+                 char_start=0, char_end=0, language=row[3])
 
 
 def document_from_row(row: Sequence[Any]) -> Document:

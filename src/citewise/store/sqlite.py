@@ -92,6 +92,8 @@ from citewise.store.sql import (
     DOC_COLS,
     DOCUMENT_COLUMNS,
     NCHUNK,
+    NTEXTLESS,
+    TEXTLESS_CHUNK_COLS,
     ChunkFilter,
     SQLStore,
     analysed_terms,
@@ -105,6 +107,7 @@ from citewise.store.sql import (
     document_from_row,
     document_values,
     insert_sql,
+    textless_chunk_from_row,
 )
 from citewise.types import Chunk, Document, Hit
 
@@ -269,8 +272,18 @@ def m005_chunk_log(db: sqlite3.Connection) -> None:
         db.execute(statement)
 
 
+def m006_chunk_ids_by_document(db: sqlite3.Connection) -> None:
+    """``chunks_document`` becomes a covering index, ``(document_id, ordinal, id)``: a
+    document's chunk ids (and row keys) in ordinal order are read from the index alone,
+    without visiting each chunk's row (text, terms, vector), which the selection does for
+    every document it looks into (~0.1 ms per document cold at 100k chunks without it)."""
+    db.execute("DROP INDEX chunks_document")
+    db.execute("CREATE INDEX chunks_document ON chunks(document_id, ordinal, id)")
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
-    m001_initial, m002_collection, m003_chunk_language, m004_chunk_page_starts, m005_chunk_log]
+    m001_initial, m002_collection, m003_chunk_language, m004_chunk_page_starts, m005_chunk_log,
+    m006_chunk_ids_by_document]
 _STEPS = named(MIGRATIONS)
 
 
@@ -623,8 +636,8 @@ class SQLiteStore(SQLStore):
     def document_incidence(self, document_id: str, terms: Sequence[str], *,
                            vectors: bool = False) -> TermIncidence:
         """See :meth:`Store.document_incidence`. When the BM25 index is that of the state
-        read, the chunks' row keys come from the ``chunks_document`` index (no chunk's terms
-        or vector is read from the file), which terms each holds from the index's postings
+        read, the chunks' row keys come from the covering ``chunks_document`` index alone (no
+        chunk's row, terms or vector is read from the file), which terms each holds from the index's postings
         (:meth:`BM25Index.incidence`) and the vectors from the dense index's matrix (the
         stored bytes, so equal to :meth:`chunk_features`'s); else from
         :meth:`chunk_features`."""
@@ -676,7 +689,15 @@ class SQLiteStore(SQLStore):
         return TermIncidence(tuple(r[1] for r in rows), tuple(terms),
                              index.incidence(at, terms), stacked)
 
-    def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, tuple[Chunk, Document]]:
+    def get_chunks(self, chunk_ids: Sequence[str], *,
+                   texts: bool = True) -> dict[str, tuple[Chunk, Document]]:
+        """See :meth:`Store.get_chunks`."""
+        if not texts:
+            sql = (f"SELECT {TEXTLESS_CHUNK_COLS}, {DOC_COLS} FROM chunks c "
+                   "JOIN documents d ON d.id = c.document_id WHERE c.id IN ({marks})")
+            return {row[0]: (textless_chunk_from_row(row[:NTEXTLESS]),
+                             document_from_row(row[NTEXTLESS:]))
+                    for row in self._rows_in(sql, chunk_ids)}
         sql = (f"SELECT {_CHUNK_COLS}, {DOC_COLS} FROM chunks c "
                "JOIN documents d ON d.id = c.document_id WHERE c.id IN ({marks})")
         return {row[1]: (chunk_from_row(row[:NCHUNK]), document_from_row(row[NCHUNK:]))
