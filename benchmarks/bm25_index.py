@@ -188,7 +188,7 @@ def main() -> None:
     # dense: the store's search vs the bare product it cannot go below
     qvecs = np.random.default_rng(1).normal(size=(args.queries, DIM)).astype(np.float32)
     qvecs /= np.linalg.norm(qvecs, axis=1, keepdims=True)
-    exact_store = SQLiteStore(path, dense_exact_below=n + 1)  # int8 codes: dense_index.py
+    exact_store = fts  # exact dense search (the int8 codes: benchmarks/dense_index.py)
     matrix = exact_store._load_matrix().vectors
     dense = {"dense_search": lambda q: exact_store.dense_search(q, K),
              "matrix @ q": lambda q: matrix @ q,
