@@ -282,6 +282,24 @@ def test_an_unsupported_sentence_is_flagged_on_stdout_under_the_answer(env, monk
     assert "kettle.md" in sources
 
 
+def test_an_empty_file_is_not_named_as_a_file_that_may_hold_the_answer(env, tmp_path):
+    """Found by a newcomer: after a folder with an empty file was ingested, every not-found
+    reply said the empty file 'could not be read and may hold the answer'. A corrupt file may;
+    an empty one cannot."""
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    (folder / "good.md").write_text("# Office\n\nThe office is closed on 24 December.\n",
+                                    encoding="utf-8")
+    (folder / "empty.md").write_text("", encoding="utf-8")
+    (folder / "broken.pdf").write_bytes(b"%PDF-1.7\n1 0 obj <<")  # truncated: unreadable
+    assert run("ingest", str(folder)).exit_code == 0
+    result = run("ask", "Which dog breed won the 1962 sled race?")
+    assert result.exit_code == 0
+    assert "could not be read and may hold the answer" in result.stdout
+    assert "broken.pdf" in result.stdout
+    assert "empty.md" not in result.stdout
+
+
 def test_a_path_filter_that_matches_no_document_says_so(env, tmp_path):
     """Found by a newcomer: ``--path '/abs/folder/*'`` matched no stored path (they are
     relative, 'bad/good.md') and the reply blamed the documents and the failed files."""

@@ -91,3 +91,25 @@ def test_the_words_that_ask_do_not_choose_the_chunk(make_engine, tmp_path) -> No
                          filters={"paths": ["*guide.md"]}).hits
     assert hits and "citewise serve starts the web chat server" in hits[0].chunk.text, [
         h.chunk.text[:60] for h in hits]
+
+
+def test_a_sparse_search_never_labels_a_hit_dense(make_engine, tmp_path) -> None:
+    """Found by a newcomer: ``citewise search --mode sparse`` listed chunks the within-document
+    step chose (not BM25 candidates themselves) as ``source: "dense"``. They carry the leg
+    that found their document."""
+    sections = "".join(
+        f"## Part {i}\n\nThe lighthouse keeper logs the lamp's hours in part {i}. "
+        + "Ships pass the headland at dawn and at dusk. " * 8 + "\n\n" for i in range(6))
+    (tmp_path / "lighthouse.md").write_text("# Lighthouse log\n\n" + sections +
+                                            "## Relief\n\nThe relief keeper arrives by boat "
+                                            "every second Tuesday.\n", encoding="utf-8")
+    (tmp_path / "harbour.md").write_text("# Harbour\n\nThe harbour master keeps the lamp "
+                                         "hours for the quay.\n", encoding="utf-8")
+    engine = make_engine(min_score=0.0)
+    engine.ingest([tmp_path / "lighthouse.md", tmp_path / "harbour.md"])
+    # only the last section holds "relief", "boat" or "Tuesday": the step fills the file's
+    # other places with its chunks of no BM25 score
+    hits = engine.search("Which Tuesday does the relief boat come?", mode="sparse",
+                         top_k=6, per_file=4).hits
+    assert len([h for h in hits if h.document.path.endswith("lighthouse.md")]) > 1
+    assert {h.source for h in hits} == {"sparse"}, [(h.chunk_id, h.source) for h in hits]

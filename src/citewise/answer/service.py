@@ -41,7 +41,7 @@ from citewise.answer.selection import (
 )
 from citewise.config import Settings
 from citewise.embed import Embedder
-from citewise.errors import CitewiseError, ProviderError
+from citewise.errors import CitewiseError, EmptyDocumentError, ProviderError
 from citewise.retrieve.retriever import (
     ROUTING_MIN_SHARE,
     Retriever,
@@ -284,7 +284,7 @@ class AnswerService:
         """The not-found reply ``message`` (one of :data:`~citewise.text.messages.MESSAGES`,
         its fields filled from ``params``) in the question's language where citewise has a
         catalog for it (Russian, Kazakh; else English), naming files that could not be read
-        (they may hold the answer); with a ``collections`` filter, only files of those
+        (they may hold the answer; empty files cannot); with a ``collections`` filter, only files of those
         collections. For a ``question`` in a language the index holds little of and the
         embedding model does not read (a Russian question over English documents with
         ``minilm``), the reply says so and names the multilingual model
@@ -297,8 +297,10 @@ class AnswerService:
             return translate(NO_MATCH, language, example=f"'{example}'")
         text = translate(message, language, **params) + self.language_hint(question)
         readable = (filters or {}).get("collections")
+        # an empty file holds no answer: it is reported by the ingest, not here
         failed = [d for d in self.store.documents() if d.status == "failed"
-                  and (readable is None or d.collection in readable)]
+                  and (readable is None or d.collection in readable)
+                  and EmptyDocumentError.remedy not in (d.error or "")]
         if not failed:
             return text
         names = "; ".join(f"{d.path} ({d.error})" for d in failed[:5])

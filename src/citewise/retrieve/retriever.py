@@ -573,7 +573,8 @@ class Retriever:
         question has no terms or the document has one chunk.
 
         A chosen chunk that was not a candidate comes with ``chunk`` None (read with the
-        kept texts, :meth:`_with_texts`), the document's best score and fused score, and the
+        kept texts, :meth:`_with_texts`), the document's best score, fused score and
+        ``source`` (the leg that found the document; no BM25 score of its own), and the
         relevance :meth:`_attach` gives it, its coverage taken from the document's incidence
         (``n_chunks``: the chunks in the index, for the collection IDF of ``collection_df``).
         """
@@ -620,7 +621,8 @@ class Retriever:
                 else:
                     dense_rel = min(max((dense - lo) / (hi - lo), 0.0), 1.0)
                     relevance = (dense_rel + coverage) / 2
-                known[cid] = Hit(chunk_id=cid, score=best.score, source="dense", dense=dense,
+                # the leg(s) that found the document: a sparse-only search never says "dense"
+                known[cid] = Hit(chunk_id=cid, score=best.score, source=best.source, dense=dense,
                                  fused=best.fused, relevance=relevance, document=best.document)
         return [known[cid] for cid in chosen_ids if cid in known]
 
