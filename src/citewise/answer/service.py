@@ -55,6 +55,7 @@ from citewise.text.language import detect_language, language_name
 from citewise.text.messages import (
     LANGUAGE_HINT,
     MORE,
+    NO_DOCUMENTS,
     NO_MATCH,
     NOT_MENTIONED,
     OR,
@@ -284,7 +285,7 @@ class AnswerService:
         """The not-found reply ``message`` (one of :data:`~citewise.text.messages.MESSAGES`,
         its fields filled from ``params``) in the question's language where citewise has a
         catalog for it (Russian, Kazakh; else English), naming files that could not be read
-        (they may hold the answer; empty files cannot); with a ``collections`` filter, only files of those
+        (they may hold the answer; empty files only when nothing else is indexed); with a ``collections`` filter, only files of those
         collections. For a ``question`` in a language the index holds little of and the
         embedding model does not read (a Russian question over English documents with
         ``minilm``), the reply says so and names the multilingual model
@@ -297,10 +298,12 @@ class AnswerService:
             return translate(NO_MATCH, language, example=f"'{example}'")
         text = translate(message, language, **params) + self.language_hint(question)
         readable = (filters or {}).get("collections")
-        # an empty file holds no answer: it is reported by the ingest, not here
+        # an empty file holds no answer: beside indexed documents it is not named here (the
+        # ingest reported it); in an index of nothing else it is (why nothing is indexed, C07)
         failed = [d for d in self.store.documents() if d.status == "failed"
                   and (readable is None or d.collection in readable)
-                  and EmptyDocumentError.remedy not in (d.error or "")]
+                  and (message == NO_DOCUMENTS
+                       or EmptyDocumentError.remedy not in (d.error or ""))]
         if not failed:
             return text
         names = "; ".join(f"{d.path} ({d.error})" for d in failed[:5])
