@@ -49,15 +49,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
 from latency import DATASETS  # noqa: E402
-from stores import DIM, K, corpus, ingest, load, pct  # noqa: E402
+from stores import DIM, K, corpus, ingest, load, note, pct  # noqa: E402
 
 from citewise.eval.datasets import load_beir  # noqa: E402
 from citewise.store.sqlite import BM25_B, BM25_K1, SQLiteStore  # noqa: E402
 from citewise.text.analysis import tokenize  # noqa: E402
-
-
-def note(message: str) -> None:
-    print(f"# {message} ({time.strftime('%H:%M:%S')}, {load()})", file=sys.stderr, flush=True)
 
 
 def interleaved(systems: dict, inputs: list) -> tuple[dict[str, list[float]], dict[str, list]]:  # type: ignore[type-arg]

@@ -43,16 +43,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
 from latency import DATASETS  # noqa: E402
-from stores import PER_DOC, K, corpus, ingest, load  # noqa: E402
+from stores import PER_DOC, K, corpus, ingest, load, note  # noqa: E402
 
 from citewise.eval.datasets import load_beir  # noqa: E402
 from citewise.store.derived_files import derived_folder  # noqa: E402
 from citewise.store.sqlite import SQLiteStore  # noqa: E402
 from citewise.text.analysis import tokenize  # noqa: E402
-
-
-def note(message: str) -> None:
-    print(f"# {message} ({time.strftime('%H:%M:%S')}, {load()})", file=sys.stderr, flush=True)
 
 
 def first_search(store: SQLiteStore, query: list[str]) -> float:

@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
 from latency import DATASETS  # noqa: E402
-from stores import corpus  # noqa: E402
+from stores import corpus, note  # noqa: E402
 from tests import pgserver  # noqa: E402
 
 from citewise.config import Settings  # noqa: E402
@@ -54,11 +54,6 @@ from citewise.text.analysis import tokenize  # noqa: E402
 from citewise.types import Chunk, Document  # noqa: E402
 
 DIM, PER_DOC, K = 384, 100, 50
-
-
-def note(message: str) -> None:
-    print(f"# {time.strftime('%H:%M:%S')} load {' '.join(f'{x:.1f}' for x in os.getloadavg())}:"
-          f" {message}", file=sys.stderr, flush=True)
 
 
 def documents(texts: list[str]) -> list[tuple[int, Document, list[Chunk]]]:

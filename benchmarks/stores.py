@@ -132,6 +132,12 @@ def load() -> str:
     return "load {:.1f} {:.1f} {:.1f}".format(*os.getloadavg())
 
 
+def note(message: str) -> None:
+    """A progress line on stderr with the time and the load average (every benchmark run is
+    read against the load it ran under)."""
+    print(f"# {message} ({time.strftime('%H:%M:%S')}, {load()})", file=sys.stderr, flush=True)
+
+
 def timed(fn, inputs) -> tuple[list[float], list]:  # type: ignore[no-untyped-def]
     for x in inputs[:5]:  # warm-up: caches, the SQLite matrix load, PostgreSQL buffers
         fn(x)
