@@ -32,6 +32,11 @@ Usage::
 
     python benchmarks/hybrid.py --chunks 100000 --queries 200 --baseline-src ../base/src \
         [--baseline-db copy/bm25-100000.sqlite3]
+    python benchmarks/hybrid.py --chunks 100000 --postgres postgresql://... --baseline-src ...
+
+``--postgres URL``: the PostgreSQL store instead (both trees on the same database, BM25 from
+each process's in-memory index, dense from pgvector's HNSW index), loaded with the same
+corpus when it is empty.
 
 Prints Markdown tables and the load average (``os.getloadavg``); docs/benchmarks.md records
 them.
@@ -78,7 +83,19 @@ def queries_of(n: int) -> list[str]:
     return [q for _, q in sorted(scifact.queries.items())][:n]
 
 
-def worker(db: Path, n_queries: int, home: Path) -> None:
+def open_store(db: str):  # type: ignore[no-untyped-def]
+    """The store at ``db``: a PostgreSQL URL (BM25 from the in-memory index per process, as
+    a server runs it) or an SQLite file."""
+    if db.startswith("postgresql://"):
+        from citewise.store.postgres import PostgresStore
+
+        return PostgresStore(db, bm25_index=True, bm25_build="wait")
+    from citewise.store.sqlite import SQLiteStore
+
+    return SQLiteStore(Path(db), bm25_build="wait")
+
+
+def worker(db: str, n_queries: int, home: Path) -> None:
     """Answer query numbers read from stdin, one JSON line each: ms and a result digest."""
     from citewise.config import Settings
     from citewise.embed import load_embedder
@@ -88,10 +105,9 @@ def worker(db: Path, n_queries: int, home: Path) -> None:
         clean_query,
         question_clause,
     )
-    from citewise.store.sqlite import SQLiteStore
 
     queries = queries_of(n_queries)
-    store = SQLiteStore(db, bm25_build="wait")
+    store = open_store(db)
     settings = Settings(home=home, llm_provider="none")
     embedder = load_embedder(settings.embedding_model, settings.threads)
     # precomputed embeddings: the real model's vectors, computed once per text
@@ -115,6 +131,28 @@ def worker(db: Path, n_queries: int, home: Path) -> None:
                           "hits": digest}), flush=True)
 
 
+def load_postgres(url: str, n: int, work: Path) -> None:
+    """Write the corpus's ``n`` chunks into the PostgreSQL database at ``url`` when it holds
+    none (``bulk_load``, two writer threads, then ``VACUUM ANALYZE``; shards.py's loader)."""
+    from shards import documents
+    from shards import load as load_into
+    from stores import corpus
+
+    from citewise.store.postgres import PostgresStore
+
+    store = PostgresStore(url)
+    held = store.info().chunks
+    if held not in (0, n):
+        raise SystemExit(f"{url} holds {held:,} chunks, not 0 or {n:,}: use another database")
+    if held == 0:
+        texts, terms, vecs = corpus(n, work)
+        docs = documents(texts)
+        write, build = load_into(store, [docs[0::2], docs[1::2]], terms, vecs)
+        store.db.execute("VACUUM ANALYZE")
+        note(f"PostgreSQL: {n:,} chunks written in {write:.0f} s, HNSW built in {build:.0f} s")
+    store.close()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--chunks", type=int, default=100_000)
@@ -124,7 +162,10 @@ def main() -> None:
     ap.add_argument("--baseline-db", type=Path,
                     help="the baseline's own copy of the index file (default: the same file)")
     ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "citewise-bench")
-    ap.add_argument("--worker", type=Path, help=argparse.SUPPRESS)  # the index file
+    ap.add_argument("--postgres", metavar="URL",
+                    help="measure the PostgreSQL store at URL instead (loaded with the corpus "
+                         "when empty; both trees open it, so --baseline-db does not apply)")
+    ap.add_argument("--worker", help=argparse.SUPPRESS)  # the index file or URL
     args = ap.parse_args()
     if args.worker is not None:
         worker(args.worker, args.queries, args.work / "home")
@@ -137,8 +178,10 @@ def main() -> None:
     from citewise.store.sqlite import SQLiteStore
 
     path = args.work / f"bm25-{n}.sqlite3"
-    store = SQLiteStore(path, bm25_build="wait")
-    if store.info().chunks != n:
+    if args.postgres:
+        load_postgres(args.postgres, n, args.work)
+    store = SQLiteStore(path, bm25_build="wait") if not args.postgres else None
+    if store is not None and store.info().chunks != n:
         store.close()
         for suffix in ("", "-wal", "-shm"):
             Path(f"{path}{suffix}").unlink(missing_ok=True)
@@ -147,11 +190,12 @@ def main() -> None:
         rate = ingest(store, texts, terms, vecs)
         del texts, terms, vecs
         note(f"ingested {n} chunks at {rate:,.0f} chunks/s")
-    with store.snapshot():  # both indexes built and saved once, then mapped by the workers
-        store._load_bm25_index()
-        store._load_matrix()
-    store.close()
-    note("indexes ready")
+    if store is not None:
+        with store.snapshot():  # both indexes built and saved once, then mapped by the workers
+            store._load_bm25_index()
+            store._load_matrix()
+        store.close()
+        note("indexes ready")
 
     trees = {"this tree": ROOT / "src"}
     if args.baseline_src is not None:
@@ -161,7 +205,8 @@ def main() -> None:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(src), str(src.parent)])}
         procs[name] = subprocess.Popen(
             [sys.executable, str(Path(__file__).resolve()), "--worker",
-             str(args.baseline_db if name == "baseline" and args.baseline_db else path),
+             args.postgres or str(args.baseline_db if name == "baseline" and args.baseline_db
+                                  else path),
              "--queries", str(args.queries), "--work", str(args.work)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
     for name, proc in procs.items():
@@ -185,7 +230,8 @@ def main() -> None:
         proc.wait()
     note("measured")
 
-    print(f"# {platform.machine()}, {os.cpu_count()} cores; {n:,} chunks x 384-d, "
+    print(f"# {platform.machine()}, {os.cpu_count()} cores; "
+          f"{'PostgreSQL' if args.postgres else 'SQLite'}; {n:,} chunks x 384-d, "
           f"{args.queries} SciFact queries; end {time.strftime('%H:%M:%S')} {load()}")
     base = names[0]
     print("\n| hybrid without query embedding | p50 ms | p95 ms | outside the legs p50 ms "

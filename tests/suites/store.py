@@ -350,6 +350,14 @@ class StoreSuite:
         self.add(store, "t.txt", ["Running cats"], [unit(0, 1)])
         assert store.terms_of(["t.txt-0", "nope"]) == {"t.txt-0": frozenset({"run", "cat"})}
         np.testing.assert_allclose(store.vectors_of(["t.txt-0"])["t.txt-0"], unit(0, 1))
+        # the float32 bits written come back, whatever the wire format (PostgreSQL: binary)
+        odd = np.random.default_rng(3).normal(size=DIM).astype(np.float32)
+        odd /= np.linalg.norm(odd)
+        doc = self.add(store, "o.txt", ["Odd bits"], [odd])
+        back = store.vectors_of(["o.txt-0"])["o.txt-0"]
+        assert back.dtype == np.float32 and back.tobytes() == odd.tobytes()
+        (_, _, features), = store.chunk_features(doc.id)
+        assert features.dtype == np.float32 and features.tobytes() == odd.tobytes()
 
     def test_term_incidence_equals_the_stored_terms_and_vectors(self, store):
         """``document_incidence`` and ``chunk_incidence`` (what the retriever's coverage and

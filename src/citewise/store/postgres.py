@@ -693,7 +693,7 @@ class PostgresStore(SQLStore):
     def vectors_of(self, chunk_ids: Sequence[str]) -> dict[str, np.ndarray]:
         """Stored vectors by chunk id: float32 (dim,) each."""
         rows = self.db.execute("SELECT id, embedding FROM chunks WHERE id = ANY(%s)",
-                               (list(set(chunk_ids)),))
+                               (list(set(chunk_ids)),), binary=True)
         return {c: _vec(v) for c, v in rows}
 
     def terms_of(self, chunk_ids: Sequence[str]) -> dict[str, frozenset[str]]:
@@ -706,7 +706,7 @@ class PostgresStore(SQLStore):
         """Every chunk of a document as ``(chunk id, analysed terms, float32 vector)``."""
         rows = self.db.execute(
             "SELECT id, terms, embedding FROM chunks WHERE document_id = %s ORDER BY ordinal",
-            (document_id,))
+            (document_id,), binary=True)
         return [(cid, frozenset(t.split()), _vec(v))
                 for cid, t, v in rows]
 

@@ -265,7 +265,8 @@ class SQLStore:
         """See :meth:`Store.document_incidence`: from :meth:`chunk_features` (one query
         reading every chunk's terms and vector)."""
         features = self.chunk_features(document_id)
-        dim = self.stored_model()[1] or 1
+        # the stored dimension (two reads of the meta table) only when no row gives it
+        dim = len(features[0][2]) if features else self.stored_model()[1] or 1
         return TermIncidence.of([f[0] for f in features], [f[1] for f in features], terms,
                                 [f[2] for f in features] if vectors else None, dim)
 
@@ -277,7 +278,8 @@ class SQLStore:
             held = self.terms_of(chunk_ids)
             found = [c for c in dict.fromkeys(chunk_ids) if c in held]
             stored = self.vectors_of(found) if vectors else {}
-        dim = self.stored_model()[1] or 1
+        # the stored dimension only shapes an empty stack of vectors
+        dim = (len(stored[found[0]]) if found else self.stored_model()[1] or 1) if vectors else 1
         return TermIncidence.of(found, [held[c] for c in found], terms,
                                 [stored[c] for c in found] if vectors else None, dim)
 
