@@ -53,6 +53,9 @@ class DocumentError(CitewiseError):
     """One file cannot be indexed. Carries the path and a short reason; the ingest goes on."""
 
     reason = "cannot be indexed"
+    #: what kind of failure this is, stored with the failed document (``Document.error_kind``)
+    #: so that later steps tell failures apart without reading the message
+    kind = "unreadable"
 
     def __init__(self, path: str | Path, detail: str | None = None) -> None:
         self.path = str(path)
@@ -61,12 +64,14 @@ class DocumentError(CitewiseError):
 
 
 class UnsupportedFormatError(DocumentError):
+    kind = "unsupported"
     reason = "unsupported or binary content; convert it to PDF, DOCX, HTML, Markdown or text"
 
 
 class EmptyDocumentError(DocumentError):
     """A file with no text to index; the detail ends with what to do about it."""
 
+    kind = "empty"
     reason = "empty file: no text to index"
     #: what the user can do, appended to every detail
     remedy = "it was skipped: add text to it and ingest again, or leave it out of the folder"
@@ -76,23 +81,28 @@ class EmptyDocumentError(DocumentError):
 
 
 class NoTextLayerError(DocumentError):
+    kind = "no_text_layer"
     reason = ("no extractable text (scanned image?): OCR needed before it can be indexed; set "
               "CITEWISE_OCR=true (pip install 'citewise[ocr]') and ingest it again")
 
 
 class TooLargeDocumentError(DocumentError):
+    kind = "too_large"
     reason = "larger than the ingest limits (CITEWISE_MAX_PAGES, CITEWISE_MAX_FILE_MB)"
 
 
 class EncryptedDocumentError(DocumentError):
+    kind = "encrypted"
     reason = "password-protected PDF: remove the password and ingest it again"
 
 
 class CorruptDocumentError(DocumentError):
+    kind = "corrupt"
     reason = "corrupt or truncated file: re-export or re-download it"
 
 
 class EncodingError(DocumentError):
+    kind = "encoding"
     reason = "text encoding could not be detected: save it as UTF-8 and ingest it again"
 
 

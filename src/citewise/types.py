@@ -82,6 +82,10 @@ class Document:
     #: document has no chunks and is kept only so users and answers can be told about it.
     status: str = "indexed"
     error: str = ""
+    #: a failed document's kind of failure (:attr:`citewise.errors.DocumentError.kind`:
+    #: ``empty``, ``corrupt``, ``encoding``, ``too_large``...; ``""`` when indexed, or for a
+    #: failure recorded before kinds were stored that is not an empty file)
+    error_kind: str = ""
     #: the collection the document belongs to; API keys are granted read access per
     #: collection (``CITEWISE_API_KEYS``) and searches filter on it before ranking
     collection: str = "default"

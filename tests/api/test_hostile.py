@@ -54,6 +54,9 @@ def test_docx_zip_bomb_is_refused_by_name_before_inflating(make_app):
     assert len(bomb) < 100_000
     with TestClient(app, base_url="http://127.0.0.1") as c:
         result = _upload(c, "bomb.docx", bomb)
+        listed = c.get("/api/documents").json()["data"]
+    assert [(d["path"], d["status"], d["error_kind"]) for d in listed] == [
+        ("bomb.docx", "failed", "corrupt")]
     assert result["path"] == "bomb.docx" and result["status"] == "failed"
     assert "zip bomb" in result["reason"] and "limit" in result["reason"]
     assert engine.store.info().chunks == 0

@@ -78,3 +78,25 @@ def test_a_corrupt_pdf_is_reported_with_what_to_do(engine, tmp_path):
     reasons = {Path(f.path).name: f.reason for f in report.files if f.status == "failed"}
     assert set(reasons) == {"x.pdf", "trunc.pdf"}, reasons
     assert all(r.endswith("re-export or re-download it") for r in reasons.values()), reasons
+
+
+def test_each_failed_document_stores_its_kind_of_failure(engine, tmp_path):
+    """The kind (DocumentError.kind) is stored with the failed document, so the answer's
+    not-found reply tells an empty file from other failures without reading the message;
+    a file fixed later loses it."""
+    folder = tmp_path / "col"
+    folder.mkdir()
+    (folder / "empty.md").write_text("")
+    (folder / "blank.txt").write_text("   \n\n")
+    good = (CASES / "c02_encrypted" / "payroll_plain.pdf").read_bytes()
+    (folder / "trunc.pdf").write_bytes(good[:300])
+    (folder / "blob.txt").write_bytes(bytes(range(256)) * 8)
+    (folder / "notes.md").write_text("# Notes\n\nThe kettle warranty lasts two years.\n")
+    engine.ingest([folder])
+    kinds = {Path(d.path).name: (d.status, d.error_kind) for d in engine.store.documents()}
+    assert kinds == {"empty.md": ("failed", "empty"), "blank.txt": ("failed", "empty"),
+                     "trunc.pdf": ("failed", "corrupt"), "blob.txt": ("failed", "unsupported"),
+                     "notes.md": ("indexed", "")}, kinds
+    (folder / "empty.md").write_text("# Filled\n\nThe kettle is descaled monthly.\n")
+    engine.ingest([folder])
+    assert {d.path: d.error_kind for d in engine.store.documents()}["col/empty.md"] == ""

@@ -314,7 +314,7 @@ def test_an_older_index_file_migrates_and_its_older_derived_files_are_rebuilt(tm
     db.close()
 
     store = SQLiteStore(path, bm25_build="wait", derived_files_from=1)
-    assert store.db.execute("PRAGMA user_version").fetchone()[0] == 6
+    assert store.db.execute("PRAGMA user_version").fetchone()[0] == 7
     assert store._meta("chunk_log_from") == "2" and log_rows(store) == 0
     assert [h.chunk_id for h in store.sparse_search(["gamma"], 5)] == ["d1-1", "d2-20"]
     assert store.bm25_loads == {"built": 1}

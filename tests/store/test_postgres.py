@@ -13,6 +13,7 @@ import psycopg
 import pytest
 
 from citewise.config import Settings
+from citewise.errors import CorruptDocumentError, EmptyDocumentError
 from citewise.store.base import BulkLoading, FileBacked, SelfChecking
 from citewise.store.factory import open_store
 from citewise.store.postgres import PostgresStore
@@ -216,7 +217,7 @@ def test_schema_is_migrated_once_with_named_migrations(postgres_url):
     PostgresStore(postgres_url).close()
     store = PostgresStore(postgres_url)  # reopening applies nothing twice
     assert store.migrations() == ["m001_initial", "m002_collection", "m003_chunk_language",
-                                  "m004_chunk_page_starts"]
+                                  "m004_chunk_page_starts", "m005_document_error_kind"]
     tables = {r[0] for r in store.db.execute(
         "SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
     assert tables == {"citewise_migrations", "citewise_meta", "documents", "chunks", "postings",
@@ -241,10 +242,18 @@ def test_an_index_made_before_m002_is_upgraded_in_place(postgres_url):
         cur.execute("INSERT INTO documents (id, path, source_path, title, format, content_hash, "
                     "chunk_count, indexed_at) VALUES ('d', 'a.txt', '/a.txt', 'a', 'text', 'h', "
                     "0, 0)")
+        # failures recorded before m005: an empty file's message and a corrupt file's
+        for i, error in enumerate([f"empty file (0 bytes); {EmptyDocumentError.remedy}",
+                                   CorruptDocumentError.reason]):
+            cur.execute("INSERT INTO documents (id, path, source_path, title, format, "
+                        "content_hash, chunk_count, indexed_at, status, error) VALUES "
+                        "(%s, %s, %s, 'f', 'text', 'h', 0, 0, 'failed', %s)",
+                        (f"f{i}", f"f{i}.txt", f"/f{i}.txt", error))
     store = PostgresStore(postgres_url)
     assert store.migrations() == ["m001_initial", "m002_collection", "m003_chunk_language",
-                                  "m004_chunk_page_starts"]
-    assert [(d.id, d.collection) for d in store.documents()] == [("d", "default")]
+                                  "m004_chunk_page_starts", "m005_document_error_kind"]
+    assert [(d.id, d.collection, d.error_kind) for d in store.documents()] == [
+        ("d", "default", ""), ("f0", "default", "empty"), ("f1", "default", "")]
     store.close()
 
 

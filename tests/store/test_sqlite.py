@@ -103,7 +103,7 @@ def test_migrations_are_recorded_and_idempotent(tmp_path):
     SQLiteStore(path).close()
     SQLiteStore(path).close()
     db = sqlite3.connect(path)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == 6  # m001 ... m006
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 7  # m001 ... m007
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
@@ -119,7 +119,32 @@ def test_m002_puts_the_documents_of_an_older_index_in_the_default_collection(tmp
     db.close()
     store = SQLiteStore(path)
     assert [(d.id, d.collection) for d in store.documents()] == [("d", "default")]
-    assert store.db.execute("PRAGMA user_version").fetchone()[0] == 6  # m002 ... m006
+    assert store.db.execute("PRAGMA user_version").fetchone()[0] == 7  # m002 ... m007
+
+
+def test_m007_recognises_the_empty_files_of_an_older_index(tmp_path):
+    """Failures recorded before m007 get a kind only where the message is an empty file's
+    (it ends with EmptyDocumentError.remedy); other failures and indexed documents get ''.
+    """
+    from citewise.errors import CorruptDocumentError, EmptyDocumentError
+    from citewise.store.sqlite import MIGRATIONS
+
+    path = tmp_path / "v6.sqlite3"
+    db = sqlite3.connect(path, isolation_level=None)
+    for step in MIGRATIONS[:6]:
+        step(db)
+    db.execute("PRAGMA user_version = 6")
+    for i, (status, error) in enumerate([
+            ("indexed", ""), ("failed", f"empty file (0 bytes); {EmptyDocumentError.remedy}"),
+            ("failed", CorruptDocumentError.reason)]):
+        db.execute("INSERT INTO documents (id, path, source_path, title, format, content_hash, "
+                   "chunk_count, indexed_at, status, error) VALUES (?, ?, ?, 'd', 'text', 'h', "
+                   "0, 0, ?, ?)", (f"d{i}", f"d{i}.txt", f"/d{i}.txt", status, error))
+    db.close()
+    store = SQLiteStore(path)
+    assert [(d.id, d.status, d.error_kind) for d in store.documents()] == [
+        ("d0", "indexed", ""), ("d1", "failed", "empty"), ("d2", "failed", "")]
+    assert store.db.execute("PRAGMA user_version").fetchone()[0] == 7
 
 
 def test_m006_makes_an_older_index_read_chunk_ids_from_the_index_alone(tmp_path):
@@ -145,7 +170,7 @@ def test_m006_makes_an_older_index_read_chunk_ids_from_the_index_alone(tmp_path)
     doc, chunks, vecs = make_doc("d.md", ["alpha one", "beta two", "alpha three"])
     store.upsert_document(doc, chunks, vecs)
     db = store.db
-    assert db.execute("PRAGMA user_version").fetchone()[0] == 6
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 7
     assert [r[2] for r in db.execute("PRAGMA index_info(chunks_document)")] == [
         "document_id", "ordinal", "id"]
     plan = " ".join(str(r[-1]) for r in db.execute(

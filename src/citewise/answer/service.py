@@ -303,7 +303,7 @@ class AnswerService:
         failed = [d for d in self.store.documents() if d.status == "failed"
                   and (readable is None or d.collection in readable)
                   and (message == NO_DOCUMENTS
-                       or EmptyDocumentError.remedy not in (d.error or ""))]
+                       or d.error_kind != EmptyDocumentError.kind)]
         if not failed:
             return text
         names = "; ".join(f"{d.path} ({d.error})" for d in failed[:5])

@@ -124,6 +124,8 @@ class DocumentInfo(BaseModel):
     pages: int | None
     status: str
     error: str
+    #: a failed document's kind of failure ("empty", "corrupt", ...); "" when indexed
+    error_kind: str = ""
     metadata: dict[str, Any] = Field(description="Front matter and file properties (the "
                                      "fields filters.where can select on).")
 
@@ -314,7 +316,7 @@ class CitewiseMCP:
             docs = await self._call(self.engine.store.documents)
             out = [DocumentInfo(id=d.id, path=d.path, title=d.title, format=d.format,
                                 collection=d.collection, chunks=d.chunk_count, pages=d.pages,
-                                status=d.status, error=d.error,
+                                status=d.status, error=d.error, error_kind=d.error_kind,
                                 metadata={k: v for k, v in d.metadata.items()
                                           if not k.startswith("_") and k != "page_labels"})
                    for d in docs if reader.may_read(d.collection)

@@ -235,6 +235,9 @@ class DocumentPublic(BaseModel):
     pages: int | None
     status: str
     error: str
+    #: a failed document's kind of failure ("empty", "corrupt", "encoding", "too_large",
+    #: "unsupported", "encrypted", "no_text_layer", "unreadable"); "" when indexed
+    error_kind: str = ""
     indexed_at: float
     warnings: list[str]
     collection: str = "default"

@@ -299,7 +299,7 @@ class Ingestor:
             return FileResult(display, "failed", reason=f"cannot read: {err.strerror or err}")
         except TooLargeDocumentError as err:
             self.store.record_failure(replace(
-                doc, error=err.detail,
+                doc, error=err.detail, error_kind=err.kind,
                 metadata={**doc.metadata, "_fingerprint": self.fingerprint}))
             return FileResult(display, "failed", reason=err.detail)
         digest = hashlib.sha256(data).hexdigest()
@@ -316,7 +316,7 @@ class Ingestor:
             reason = err.detail
             # replaces any older version atomically, so nothing stale is answered from
             self.store.record_failure(replace(
-                doc, error=reason, metadata={**doc.metadata, "_fingerprint": self.fingerprint}
+                doc, error=reason, error_kind=err.kind, metadata={**doc.metadata, "_fingerprint": self.fingerprint}
             ))
             return FileResult(display, "failed", reason=reason)
         doc = replace(doc, title=parsed.title or file.stem, format=parsed.format,

@@ -58,7 +58,7 @@ from typing import Any, Literal
 import numpy as np
 
 from citewise.config import libpq_url, redact_url
-from citewise.errors import ConfigError, IndexError_
+from citewise.errors import ConfigError, EmptyDocumentError, IndexError_
 from citewise.store.base import Filters, IndexInfo, nested_read_transaction
 from citewise.store.bm25 import BM25Stats, idf_sql, term_score_sql
 from citewise.store.bm25_index import BM25Index, KeptIndex, query_counts
@@ -220,9 +220,19 @@ def m004_chunk_page_starts(cur: psycopg.Cursor[Any]) -> None:
     cur.execute("ALTER TABLE chunks ADD COLUMN page_starts text NOT NULL DEFAULT '[]'")
 
 
+def m005_document_error_kind(cur: psycopg.Cursor[Any]) -> None:
+    """Each failed document's kind of failure (``documents.error_kind``, see
+    :attr:`citewise.errors.DocumentError.kind`); failures recorded before are ``''``, except
+    empty files, recognised once here by the sentence every empty-file message ends with."""
+    cur.execute("ALTER TABLE documents ADD COLUMN error_kind text NOT NULL DEFAULT ''")
+    cur.execute("UPDATE documents SET error_kind = %s WHERE status = 'failed' "
+                "AND strpos(error, %s) > 0", (EmptyDocumentError.kind, EmptyDocumentError.remedy))
+
+
 MIGRATIONS: list[Callable[[psycopg.Cursor[Any]], None]] = [m001_initial, m002_collection,
                                                              m003_chunk_language,
-                                                             m004_chunk_page_starts]
+                                                             m004_chunk_page_starts,
+                                                             m005_document_error_kind]
 _STEPS = named(MIGRATIONS)
 
 

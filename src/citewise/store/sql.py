@@ -28,7 +28,7 @@ from citewise.types import Chunk, Document
 #: :func:`document_values` writes them.
 DOCUMENT_COLUMNS = ("id", "path", "source_path", "title", "format", "content_hash",
                     "chunk_count", "pages", "metadata", "warnings", "indexed_at", "status",
-                    "error", "collection")
+                    "error", "collection", "error_kind")
 #: The ``chunks`` columns a :class:`~citewise.types.Chunk` is read from, in the order of
 #: :func:`chunk_from_row` (after the row's key column).
 CHUNK_COLUMNS = ("id", "document_id", "ordinal", "text", "source_text", "char_start",
@@ -100,7 +100,7 @@ def document_from_row(row: Sequence[Any]) -> Document:
         content_hash=row[5], chunk_count=row[6], pages=row[7],
         metadata={} if row[8] == "{}" else json.loads(row[8]),
         warnings=tuple(_json_list(row[9])), indexed_at=row[10], status=row[11], error=row[12],
-        collection=row[13],
+        collection=row[13], error_kind=row[14],
     )
 
 
@@ -113,7 +113,7 @@ def document_values(document: Document, chunk_count: int) -> tuple[Any, ...]:
         json.dumps(document.metadata, default=str, ensure_ascii=False),
         json.dumps(list(document.warnings), ensure_ascii=False),
         document.indexed_at or time.time(), document.status, document.error,
-        document.collection,
+        document.collection, document.error_kind,
     )
 
 

@@ -71,7 +71,7 @@ from typing import Any, Literal, TypeVar
 
 import numpy as np
 
-from citewise.errors import IndexChangedError, IndexError_
+from citewise.errors import EmptyDocumentError, IndexChangedError, IndexError_
 from citewise.store import derived_files
 from citewise.store.base import Filters, IndexInfo, TermIncidence, nested_read_transaction
 from citewise.store.bm25 import BM25_B, BM25_K1, bm25_scores
@@ -281,9 +281,18 @@ def m006_chunk_ids_by_document(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX chunks_document ON chunks(document_id, ordinal, id)")
 
 
+def m007_document_error_kind(db: sqlite3.Connection) -> None:
+    """Each failed document's kind of failure (``documents.error_kind``, see
+    :attr:`citewise.errors.DocumentError.kind`); failures recorded before are ``''``, except
+    empty files, recognised once here by the sentence every empty-file message ends with."""
+    db.execute("ALTER TABLE documents ADD COLUMN error_kind TEXT NOT NULL DEFAULT ''")
+    db.execute("UPDATE documents SET error_kind = ? WHERE status = 'failed' "
+               "AND instr(error, ?) > 0", (EmptyDocumentError.kind, EmptyDocumentError.remedy))
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m001_initial, m002_collection, m003_chunk_language, m004_chunk_page_starts, m005_chunk_log,
-    m006_chunk_ids_by_document]
+    m006_chunk_ids_by_document, m007_document_error_kind]
 _STEPS = named(MIGRATIONS)
 
 

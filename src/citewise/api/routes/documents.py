@@ -269,7 +269,7 @@ def list_documents(engine: EngineDep, reader: ReaderDep) -> DocumentsPublic:
     return DocumentsPublic(count=len(docs), data=[
         DocumentPublic(id=d.id, path=d.path, title=d.title, format=d.format,
                        chunks=d.chunk_count, pages=d.pages, status=d.status, error=d.error,
-                       indexed_at=d.indexed_at, warnings=list(d.warnings),
+                       error_kind=d.error_kind, indexed_at=d.indexed_at, warnings=list(d.warnings),
                        collection=d.collection) for d in docs])
 
 
