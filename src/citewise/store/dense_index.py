@@ -50,6 +50,7 @@ import enum
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import simsimd
@@ -79,6 +80,20 @@ IVF_ROUNDS = 8
 IVF_SAMPLE_PER_LIST = 32
 #: rows assigned to their nearest centroid at a time (bounds the (rows, lists) score block)
 _ASSIGN_BLOCK = 8_192
+#: the structure an index of at least :data:`IVF_FROM` chunks searches through: ``ivf_pq``
+#: (:class:`IVFPQLists`, 4-bit product-quantisation codes scanned by faiss's fast scan) or
+#: ``ivf`` (:class:`IVFLists`, int8 codes scanned by SimSIMD)
+IVF_METHOD = "ivf_pq"
+#: dimensions a 4-bit product-quantisation sub-code covers (384-d: 96 sub-codes, 48 bytes a
+#: chunk against int8's 384)
+PQ_DIMS_PER_CODE = 4
+#: an ``ivf_pq`` search re-scores exactly the best ``max(PQ_RESCORE_FACTOR * k,
+#: PQ_RESCORE_MIN)`` chunks by their codes' scores
+PQ_RESCORE_FACTOR = 40
+PQ_RESCORE_MIN = 1_000
+#: ``ivf_pq`` needs this many chunks to train its 16 centroids per sub-space (64 rows each);
+#: a smaller index given ``ivf_method="ivf_pq"`` gets int8 lists (``ivf``) instead
+PQ_MIN_CHUNKS = 1_024
 
 
 class DenseMethod(enum.Enum):
@@ -87,6 +102,7 @@ class DenseMethod(enum.Enum):
     EXACT = "exact"
     INT8 = "int8"
     IVF = "ivf"
+    IVF_PQ = "ivf_pq"
 
     @classmethod
     def from_str(cls, name: str) -> DenseMethod:
@@ -308,6 +324,157 @@ class IVFLists:
         return ranked[:take]
 
 
+def _faiss() -> Any:
+    """The faiss module, imported on first use (an index under :data:`IVF_FROM` chunks never
+    loads it) and held to one OpenMP thread: a search is one query, and OpenMP's waiting
+    threads made training 25x slower on 2 busy cores (0.3 s against 7.7 s measured)."""
+    import faiss
+
+    if not getattr(_faiss, "configured", False):
+        faiss.omp_set_num_threads(1)
+        _faiss.configured = True  # type: ignore[attr-defined]
+    return faiss
+
+
+def pq_sub_codes(dim: int, dims_per_code: int = PQ_DIMS_PER_CODE) -> int:
+    """Product-quantisation sub-codes for ``dim``-d vectors: the largest divisor of ``dim``
+    not above ``dim / dims_per_code`` (at least 1), so every sub-code covers the same number
+    of dimensions (384-d, 4 a code: 96)."""
+    most = max(1, dim // max(1, dims_per_code))
+    return next(m for m in range(most, 0, -1) if dim % m == 0)
+
+
+@dataclass
+class IVFPQLists:
+    """An inverted file of 4-bit product-quantisation codes over a :class:`DenseIndex`'s
+    vectors, searched by faiss's fast scan (``faiss.IndexIVFPQFastScan``; André, Kermarrec &
+    Le Scouarnec, "Cache locality is not enough: high-performance nearest neighbor search
+    with product quantization fast scan", VLDB 2015). Built by :meth:`build`.
+
+    Every chunk belongs to the list of its nearest centroid (the spherical k-means centroids
+    :class:`IVFLists` uses); within its list its residual (vector minus centroid) is coded as
+    :func:`pq_sub_codes` sub-codes of 4 bits (16 centroids per sub-space, trained per
+    generation): 48 bytes a 384-d chunk, 8x fewer than int8. A search ranks the lists by
+    centroid dot product, and the fast scan scores the codes of the nearest lists with
+    16-entry lookup tables held in SIMD registers (AVX2 / AVX-512 / NEON as the CPU has them,
+    a portable build otherwise). The faiss ids are the index positions.
+
+    ``index``: the faiss index; ``blob``: uint8 (bytes,) its serialisation
+    (``faiss.serialize_index``), what :meth:`DenseIndex.arrays` saves; ``centroids``: float32
+    (lists, dim), unit norm; ``assign``: int32 (n,), the list of each position; ``sizes``:
+    int64 (lists,), the chunks in each list.
+    """
+
+    index: Any = field(repr=False)
+    blob: np.ndarray = field(repr=False)
+    centroids: np.ndarray
+    assign: np.ndarray
+    sizes: np.ndarray
+
+    @classmethod
+    def build(cls, vectors: np.ndarray, lists: int, *, rounds: int = IVF_ROUNDS,
+              sample_per_list: int = IVF_SAMPLE_PER_LIST,
+              dims_per_code: int = PQ_DIMS_PER_CODE, seed: int = 0) -> IVFPQLists:
+        """The lists of float32 (n, dim) unit ``vectors`` (n >= 1): centroids by
+        :func:`spherical_kmeans` on ``min(n, lists * sample_per_list)`` rows drawn at random
+        (``seed``), the sub-quantisers trained on the same rows' residuals, then every vector
+        assigned and coded by faiss (``n * lists * dim`` multiply-adds for the assignment:
+        1M x 1,000 x 384 takes ~15-30 s on 2 cores)."""
+        faiss = _faiss()
+
+        n, dim = vectors.shape
+        lists = max(1, min(lists, n))
+        rng = np.random.default_rng(seed)
+        take = min(n, max(lists * sample_per_list, 16 * 64))  # >= 64 rows per 4-bit centroid
+        sample = np.asarray(vectors[np.sort(rng.choice(n, min(n, take), replace=False))],
+                            dtype=np.float32)
+        centroids = spherical_kmeans(sample, lists, rounds, seed)
+        quantizer = faiss.IndexFlatIP(dim)
+        quantizer.add(centroids)
+        index = faiss.IndexIVFPQFastScan(quantizer, dim, lists, pq_sub_codes(dim, dims_per_code),
+                                         4, faiss.METRIC_INNER_PRODUCT)
+        index.by_residual = True  # faiss's default for fast scan is off; residuals code finer
+        index.cp.seed = seed
+        index.pq.cp.seed = seed
+        index.train(sample)  # the quantizer holds `lists` centroids: only the PQ is trained
+        del sample
+        for start in range(0, n, _BUILD_BLOCK * 4):
+            index.add(np.ascontiguousarray(vectors[start : start + _BUILD_BLOCK * 4],
+                                           dtype=np.float32))
+        return cls.from_blob(np.asarray(faiss.serialize_index(index), dtype=np.uint8))
+
+    @classmethod
+    def from_blob(cls, blob: np.ndarray, n: int | None = None,
+                  dim: int | None = None) -> IVFPQLists | None:
+        """The lists of uint8 ``blob`` (:attr:`blob`; memory-mapped or not: faiss copies it),
+        or None when it is not an ``IndexIVFPQFastScan`` of ``n`` ``dim``-d chunks (None:
+        any)."""
+        faiss = _faiss()
+
+        try:
+            index = faiss.deserialize_index(np.ascontiguousarray(blob, dtype=np.uint8))
+        except RuntimeError:
+            return None
+        if not isinstance(index, faiss.IndexIVFPQFastScan):
+            return None
+        if (n is not None and index.ntotal != n) or (dim is not None and index.d != dim):
+            return None
+        lists = int(index.nlist)
+        centroids = index.quantizer.reconstruct_n(0, lists).astype(np.float32)
+        assign = np.empty(int(index.ntotal), dtype=np.int32)
+        sizes = np.zeros(lists, dtype=np.int64)
+        seen = 0
+        for lst in range(lists):
+            size = int(index.invlists.list_size(lst))
+            if size:
+                ids = faiss.rev_swig_ptr(index.invlists.get_ids(lst), size)
+                if int(ids.min()) < 0 or int(ids.max()) >= assign.shape[0]:
+                    return None
+                assign[ids] = lst
+            sizes[lst] = size
+            seen += size
+        if seen != assign.shape[0]:
+            return None
+        return cls(index, blob, centroids, assign, sizes)
+
+    @property
+    def lists(self) -> int:
+        """Number of lists."""
+        return int(self.centroids.shape[0])
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held: the serialised index (faiss holds about as much again), the list of
+        each position and the centroids."""
+        return int(self.blob.nbytes + self.assign.nbytes + self.sizes.nbytes
+                   + self.centroids.nbytes)
+
+    def shortlist(self, query: np.ndarray, size: int, want: int,
+                  positions: np.ndarray | None = None, n: int = 0) -> np.ndarray:
+        """Positions (int64 ascending) of the ``size`` best codes by their approximate dot
+        product with float32 (dim,) ``query``, among int64 ascending ``positions`` (None: all
+        ``n``), in the nearest lists until they hold ``want`` of those candidates (all lists
+        when they never do). A filter is applied inside the scan (``faiss.IDSelectorBitmap``
+        of the positions), so ``size`` candidates come back whenever the lists hold them."""
+        faiss = _faiss()
+
+        if positions is None:
+            counts = self.sizes
+            params = faiss.SearchParametersIVF()
+        else:
+            counts = np.bincount(self.assign[positions], minlength=self.lists)
+            mask = np.zeros(n, dtype=bool)
+            mask[positions] = True
+            bits = np.packbits(mask, bitorder="little")  # faiss: bit i of byte i // 8
+            params = faiss.SearchParametersIVF(sel=faiss.IDSelectorBitmap(n, faiss.swig_ptr(bits)))
+        reach = np.cumsum(counts[np.argsort(-(self.centroids @ query), kind="stable")])
+        params.nprobe = min(self.lists, int(np.searchsorted(reach, want)) + 1)
+        params.max_codes = 0
+        _, found = self.index.search(query[None, :], size, params=params)
+        found = found[0]
+        return np.sort(found[found >= 0]).astype(np.int64)
+
+
 @dataclass
 class DenseIndex:
     """The vectors of one committed store state; built by :meth:`build`.
@@ -317,9 +484,10 @@ class DenseIndex:
     the embedder, so dot product is cosine; ``scales``: float32 (dim,) (:func:`int8_scales`),
     None when the index has fewer than ``exact_below`` chunks (every search exact); ``codes``:
     int8 (n, dim) (:func:`int8_codes`) in position order, or None when there are none or
-    ``ivf`` holds them (in list order): ``ivf`` is the :class:`IVFLists` of an index of at
-    least ``ivf_from`` chunks. ``ivf_scan``: the share of the candidates an inverted-file
-    search scans.
+    ``ivf`` holds them (in list order): an index of at least ``ivf_from`` chunks has either
+    ``ivf``, the :class:`IVFLists` of its int8 codes, or ``pq``, its :class:`IVFPQLists`
+    (which one: ``ivf_method`` of :meth:`build`). ``ivf_scan``: the share of the candidates an
+    inverted-file search scans.
     """
 
     generation: int
@@ -332,6 +500,9 @@ class DenseIndex:
     ivf: IVFLists | None = None
     ivf_from: int = IVF_FROM
     ivf_scan: float = IVF_SCAN
+    pq: IVFPQLists | None = None
+    pq_rescore_factor: int = PQ_RESCORE_FACTOR
+    pq_rescore_min: int = PQ_RESCORE_MIN
     #: positions (int64, ascending) a filter lets through, by parsed filter (16 at most)
     allowed: dict[object, np.ndarray] = field(default_factory=dict, repr=False)
 
@@ -339,23 +510,38 @@ class DenseIndex:
     def build(cls, generation: int, rowids: np.ndarray, vectors: np.ndarray, *,
               exact_below: int = EXACT_BELOW, rescore_factor: int = RESCORE_FACTOR,
               rescore_min: int = RESCORE_MIN, ivf_from: int = IVF_FROM,
-              ivf_lists: int | None = None, ivf_scan: float = IVF_SCAN) -> DenseIndex:
+              ivf_lists: int | None = None, ivf_scan: float = IVF_SCAN,
+              ivf_method: str = IVF_METHOD) -> DenseIndex:
         """The index of int64 (n,) ascending ``rowids`` and their float32 (n, dim)
-        ``vectors``: int8 codes when ``n >= exact_below`` (0: always, once n > 0), held in
-        inverted lists (``ivf_lists`` of them, None: :func:`ivf_list_count`) when also
-        ``n >= ivf_from``."""
+        ``vectors``: int8 codes when ``n >= exact_below`` (0: always, once n > 0); when also
+        ``n >= ivf_from``, inverted lists (``ivf_lists`` of them, None: :func:`ivf_list_count`)
+        of ``ivf_method``: ``"ivf_pq"`` (:class:`IVFPQLists`, no int8 codes kept; from
+        :data:`PQ_MIN_CHUNKS` chunks, ``"ivf"`` below) or ``"ivf"`` (:class:`IVFLists`,
+        holding the int8 codes); raises ValueError for another name."""
         vectors = np.asarray(vectors, dtype=np.float32)
         return cls._coded(generation, np.asarray(rowids, dtype=np.int64), vectors, {},
-                          exact_below, rescore_factor, rescore_min, ivf_from, ivf_lists, ivf_scan)
+                          exact_below, rescore_factor, rescore_min, ivf_from, ivf_lists, ivf_scan,
+                          ivf_method)
 
     @classmethod
     def _coded(cls, generation: int, rowids: np.ndarray, vectors: np.ndarray,
                saved: Mapping[str, np.ndarray], exact_below: int, rescore_factor: int,
                rescore_min: int, ivf_from: int, ivf_lists: int | None,
-               ivf_scan: float) -> DenseIndex:
+               ivf_scan: float, ivf_method: str) -> DenseIndex:
         n, dim = vectors.shape
-        scales = codes = ivf = None
-        if n and n >= exact_below:
+        if DenseMethod.from_str(ivf_method) not in (DenseMethod.IVF, DenseMethod.IVF_PQ):
+            raise ValueError(f"ivf_method must be ivf or ivf_pq, not {ivf_method!r}")
+        scales = codes = ivf = pq = None
+        pq_fits = n >= PQ_MIN_CHUNKS and ivf_method == DenseMethod.IVF_PQ.value
+        if n and n >= exact_below and n >= ivf_from and pq_fits:
+            blob = saved.get("pq_index")
+            pq = IVFPQLists.from_blob(blob, n, dim) if blob is not None else None
+            if pq is None:
+                pq = IVFPQLists.build(vectors, ivf_lists or ivf_list_count(n))
+            scales = saved.get("scales")
+            if scales is None or scales.shape != (dim,):
+                scales = int8_scales(vectors)
+        elif n and n >= exact_below:
             scales = saved.get("scales")
             if scales is None or scales.shape != (dim,):
                 scales = int8_scales(vectors)
@@ -369,12 +555,12 @@ class DenseIndex:
                 if codes is None or codes.shape != vectors.shape or codes.dtype != np.int8:
                     codes = int8_codes(vectors, scales)
         return cls(generation, rowids, vectors, scales, codes, rescore_factor, rescore_min,
-                   ivf, ivf_from, ivf_scan)
+                   ivf, ivf_from, ivf_scan, pq)
 
     def arrays(self) -> dict[str, np.ndarray]:
         """The arrays to save (:mod:`citewise.store.derived_files`): row keys, vectors and,
         when the index has them, scales, codes and the inverted lists (``ivf_<field>`` of
-        :class:`IVFLists`)."""
+        :class:`IVFLists`, ``pq_index``: :attr:`IVFPQLists.blob`)."""
         out = {"rowids": self.rowids, "vectors": self.vectors}
         if self.scales is not None:
             out["scales"] = self.scales
@@ -382,6 +568,8 @@ class DenseIndex:
             out["codes"] = self.codes
         if self.ivf is not None:
             out |= {f"ivf_{name}": getattr(self.ivf, name) for name in IVFLists.FIELDS}
+        if self.pq is not None:
+            out["pq_index"] = self.pq.blob
         return out
 
     @classmethod
@@ -389,7 +577,7 @@ class DenseIndex:
                     exact_below: int = EXACT_BELOW, rescore_factor: int = RESCORE_FACTOR,
                     rescore_min: int = RESCORE_MIN, ivf_from: int = IVF_FROM,
                     ivf_lists: int | None = None, ivf_scan: float = IVF_SCAN,
-                    complete: bool = False) -> DenseIndex:
+                    ivf_method: str = IVF_METHOD, complete: bool = False) -> DenseIndex:
         """The index of saved :meth:`arrays` (memory-mapped or not), with what :meth:`build`
         would give for its size and settings: the saved codes and lists when they fit, else
         computed now; raises ValueError when the row keys and vectors do not fit together,
@@ -400,11 +588,12 @@ class DenseIndex:
         if vectors.ndim != 2 or vectors.shape[0] != n or vectors.dtype != np.float32:
             raise ValueError("the saved dense arrays do not fit together")
         if complete and n and n >= exact_below:
-            need = "ivf_codes" if n >= ivf_from else "codes"
+            pq = n >= PQ_MIN_CHUNKS and ivf_method == DenseMethod.IVF_PQ.value
+            need = "codes" if n < ivf_from else "pq_index" if pq else "ivf_codes"
             if need not in arrays or "scales" not in arrays:
                 raise ValueError(f"the saved dense arrays lack {need}")
         return cls._coded(generation, rowids, vectors, arrays, exact_below, rescore_factor,
-                          rescore_min, ivf_from, ivf_lists, ivf_scan)
+                          rescore_min, ivf_from, ivf_lists, ivf_scan, ivf_method)
 
     @property
     def size(self) -> int:
@@ -413,8 +602,10 @@ class DenseIndex:
 
     @property
     def method(self) -> DenseMethod:
-        """The method :meth:`top` uses by default: ``ivf`` when the index has inverted lists,
-        ``int8`` when it has codes, else ``exact``."""
+        """The method :meth:`top` uses by default: ``ivf_pq`` or ``ivf`` when the index has
+        those inverted lists, ``int8`` when it has codes, else ``exact``."""
+        if self.pq is not None:
+            return DenseMethod.IVF_PQ
         if self.ivf is not None:
             return DenseMethod.IVF
         return DenseMethod.EXACT if self.codes is None else DenseMethod.INT8
@@ -424,6 +615,7 @@ class DenseIndex:
         """Bytes of the arrays held (vectors, codes, inverted lists, row keys)."""
         extra = 0 if self.codes is None else self.codes.nbytes
         extra += 0 if self.ivf is None else self.ivf.nbytes
+        extra += 0 if self.pq is None else self.pq.nbytes
         return int(self.vectors.nbytes + self.rowids.nbytes + extra)
 
     def positions_of(self, rowids: np.ndarray) -> np.ndarray:
@@ -440,10 +632,13 @@ class DenseIndex:
         """The best ``k`` chunks by cosine with float32 (dim,) ``query`` among int64
         ascending ``positions`` (None: all), as ``(row keys int64 (m,), exact float32 cosines
         (m,))``, m <= k, by descending cosine, ties by ascending row key. ``method``: None for
-        :attr:`method`; ``int8`` or ``ivf`` on an index without codes is exact, ``ivf`` on
-        one without lists is ``int8``; ``ivf`` scans every code (``int8``) when fewer than
-        ``ivf_from`` chunks are candidates (a filter's). Raises ValueError when the query's
-        dimension is not the index's."""
+        :attr:`method`; ``int8`` or ``ivf`` on an index without int8 codes is exact, ``ivf``
+        on one without its lists is ``int8``, ``ivf_pq`` on one without its lists is ``ivf``;
+        ``ivf`` scans every code (``int8``) when fewer than ``ivf_from`` chunks are candidates
+        (a filter's). ``ivf_pq`` re-scores ``max(pq_rescore_factor * k, pq_rescore_min)``
+        chunks; under a filter keeping fewer than ``ivf_from`` chunks it scans every list
+        (the filter's chunks only). Raises ValueError when the query's dimension is not the
+        index's."""
         query = np.asarray(query, dtype=np.float32).reshape(-1)
         if query.shape[0] != self.vectors.shape[1]:
             raise ValueError(f"query vector is {query.shape[0]}-d but the index holds "
@@ -453,6 +648,16 @@ class DenseIndex:
         if m == 0 or k <= 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         method = method or self.method
+        if method is DenseMethod.IVF_PQ and self.pq is not None:
+            size = shortlist_size(k, self.pq_rescore_factor, self.pq_rescore_min)
+            if m > size:
+                want = m if m < self.ivf_from else max(math.ceil(self.ivf_scan * m), size)
+                shortlist = self.pq.shortlist(query, size, want, positions, n)
+                at, scores = exact_top(self.vectors, query, k, shortlist)
+                return self.rowids[at], scores
+            method = DenseMethod.EXACT
+        if method is DenseMethod.IVF_PQ:
+            method = DenseMethod.IVF
         size = shortlist_size(k, self.rescore_factor, self.rescore_min)
         coded = self.codes is not None or self.ivf is not None
         if method is DenseMethod.EXACT or not coded or self.scales is None or m <= size:
