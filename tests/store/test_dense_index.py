@@ -422,6 +422,7 @@ def test_pq_lists_scanned_whole_give_exact_searchs_answers(pq_index):
     for every query, without a filter and under one keeping a third of the chunks."""
     index, vectors = pq_index
     third = np.arange(0, 3_000, 3)
+    index.pq_filter_exact_below = 0  # the filter checked inside the scan, not scored exactly
     for seed in range(30):
         q = clustered_rows(1, 32, 40, 51)[0] if seed == 0 else unit_rows(1, 32, 200 + seed)[0]
         q = vectors[seed * 97] if seed % 2 else q
@@ -430,17 +431,18 @@ def test_pq_lists_scanned_whole_give_exact_searchs_answers(pq_index):
             got = index.top(q, 10, positions)
             assert got[0].tolist() == want[0].tolist()
             np.testing.assert_allclose(got[1], want[1], atol=1e-6)
+    index.pq_filter_exact_below = EXACT_BELOW
 
 
 def test_pq_filters_are_applied_inside_the_scan(pq_index):
-    """A filter keeping at least ``ivf_from`` chunks scans the nearest lists until they hold
-    the share of *its* chunks; one keeping fewer scans every list for them. Either way every
-    hit is the filter's, k of them, with exact cosines."""
+    """A filter scans the nearest lists until they hold the share of *its* chunks, checking
+    it code by code: every hit is the filter's, k of them, with exact cosines; scanning every
+    list gives exact search's answer; a small filter is scored exactly."""
     index, vectors = pq_index
     q = vectors[5]
     every_5th = np.arange(0, 3_000, 5)  # 600 chunks
     index.ivf_scan, index.pq_rescore_factor, index.pq_rescore_min = 0.1, 2, 20
-    index.ivf_from = 500  # 600 >= 500: the nearest lists, 10% of the filter's chunks
+    index.pq_filter_exact_below = 0
     try:
         ids, scores = index.top(q, 10, every_5th)
         assert len(ids) == 10 and set(((ids - 1) // 2).tolist()) <= set(every_5th.tolist())
@@ -450,13 +452,16 @@ def test_pq_filters_are_applied_inside_the_scan(pq_index):
         scanned = index.pq.assign[shortlist]
         nearest = np.argsort(-(index.pq.centroids @ q))
         assert set(scanned.tolist()) < set(nearest.tolist())  # not every list
-        index.ivf_from = 1_000  # 600 < 1,000: every list, the filter's chunks only
+        index.ivf_scan = 1.0  # every list, the filter's chunks only
         want = index.top(q, 10, every_5th, method=DenseMethod.EXACT)
+        assert index.top(q, 10, every_5th)[0].tolist() == want[0].tolist()
+        index.pq_filter_exact_below = 600  # scored exactly: even a tiny scan share finds it
+        index.ivf_scan = 0.0
         assert index.top(q, 10, every_5th)[0].tolist() == want[0].tolist()
         none = index.top(q, 10, np.zeros(0, dtype=np.int64))
         assert none[0].shape == (0,)
     finally:
-        index.ivf_scan, index.ivf_from = 1.0, 0
+        index.ivf_scan, index.pq_filter_exact_below = 1.0, EXACT_BELOW
         index.pq_rescore_factor, index.pq_rescore_min = PQ_RESCORE_FACTOR, PQ_RESCORE_MIN
 
 

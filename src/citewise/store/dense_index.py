@@ -61,6 +61,11 @@ EXACT_BELOW = 20_000
 #: the shortlist re-scored exactly is ``max(RESCORE_FACTOR * k, RESCORE_MIN)`` codes
 RESCORE_FACTOR = 10
 RESCORE_MIN = 100
+#: up to this many gathered rows (a shortlist) are scored by ``numpy.einsum`` in the calling
+#: thread rather than by BLAS: OpenBLAS splits even a 2,000 x 384 matrix-vector product over
+#: its threads, and on 2 busy cores (load 13) that took 22 ms against 0.47 ms in one thread
+#: (``benchmarks/dense_ivf.py``'s machine, docs/benchmarks.md)
+_UNTHREADED_ROWS = 65_536
 #: rows coded at a time while building (bounds the build's temporary bool array)
 _BUILD_BLOCK = 65_536
 #: from this many chunks a search is considered on (the index, or the positions a filter lets
@@ -183,10 +188,13 @@ def exact_top(vectors: np.ndarray, query: np.ndarray, k: int,
     """The ``k`` best of float32 (n, dim) ``vectors`` (or of their int64 ascending ``rows``
     only) by dot product with float32 (dim,) ``query``, as :func:`best_of` gives them but
     indexing ``vectors``. The rows are gathered first when they are under a quarter of
-    ``vectors``, else every vector is scored and the rows' scores taken."""
+    ``vectors``, else every vector is scored and the rows' scores taken; up to
+    :data:`_UNTHREADED_ROWS` gathered rows are scored by NumPy's own loop, not BLAS."""
     if rows is None:
         return best_of(vectors @ query, k)
-    if rows.shape[0] * 4 < vectors.shape[0]:
+    if rows.shape[0] <= _UNTHREADED_ROWS:  # a shortlist: no BLAS threads (see the constant)
+        local, scores = best_of(np.einsum("ij,j->i", vectors[rows], query), k)
+    elif rows.shape[0] * 4 < vectors.shape[0]:
         local, scores = best_of(vectors[rows] @ query, k)
     else:
         local, scores = best_of((vectors @ query)[rows], k)
@@ -401,7 +409,10 @@ class IVFPQLists:
         for start in range(0, n, _BUILD_BLOCK * 4):
             index.add(np.ascontiguousarray(vectors[start : start + _BUILD_BLOCK * 4],
                                            dtype=np.float32))
-        return cls.from_blob(np.asarray(faiss.serialize_index(index), dtype=np.uint8))
+        built = cls.from_blob(np.asarray(faiss.serialize_index(index), dtype=np.uint8), n, dim)
+        if built is None:  # faiss gave back an index it cannot read: a bug, never expected
+            raise RuntimeError("faiss could not read the IVF-PQ index it wrote")
+        return built
 
     @classmethod
     def from_blob(cls, blob: np.ndarray, n: int | None = None,
@@ -503,6 +514,9 @@ class DenseIndex:
     pq: IVFPQLists | None = None
     pq_rescore_factor: int = PQ_RESCORE_FACTOR
     pq_rescore_min: int = PQ_RESCORE_MIN
+    #: ``ivf_pq`` scores a filter keeping at most this many chunks exactly (their vectors
+    #: gathered): cheaper than a scan that checks the filter code by code
+    pq_filter_exact_below: int = EXACT_BELOW
     #: positions (int64, ascending) a filter lets through, by parsed filter (16 at most)
     allowed: dict[object, np.ndarray] = field(default_factory=dict, repr=False)
 
@@ -636,9 +650,10 @@ class DenseIndex:
         on one without its lists is ``int8``, ``ivf_pq`` on one without its lists is ``ivf``;
         ``ivf`` scans every code (``int8``) when fewer than ``ivf_from`` chunks are candidates
         (a filter's). ``ivf_pq`` re-scores ``max(pq_rescore_factor * k, pq_rescore_min)``
-        chunks; under a filter keeping fewer than ``ivf_from`` chunks it scans every list
-        (the filter's chunks only). Raises ValueError when the query's dimension is not the
-        index's."""
+        chunks, scanning the nearest lists until they hold ``ivf_scan`` of the candidates
+        (a filter's chunks counted per list, the filter checked inside the scan); a filter
+        keeping at most ``pq_filter_exact_below`` chunks is scored exactly. Raises ValueError
+        when the query's dimension is not the index's."""
         query = np.asarray(query, dtype=np.float32).reshape(-1)
         if query.shape[0] != self.vectors.shape[1]:
             raise ValueError(f"query vector is {query.shape[0]}-d but the index holds "
@@ -650,8 +665,8 @@ class DenseIndex:
         method = method or self.method
         if method is DenseMethod.IVF_PQ and self.pq is not None:
             size = shortlist_size(k, self.pq_rescore_factor, self.pq_rescore_min)
-            if m > size:
-                want = m if m < self.ivf_from else max(math.ceil(self.ivf_scan * m), size)
+            if m > max(size, 0 if positions is None else self.pq_filter_exact_below):
+                want = max(math.ceil(self.ivf_scan * m), size)
                 shortlist = self.pq.shortlist(query, size, want, positions, n)
                 at, scores = exact_top(self.vectors, query, k, shortlist)
                 return self.rowids[at], scores
