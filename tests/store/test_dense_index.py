@@ -12,10 +12,10 @@ import pytest
 
 from citewise.store.dense_index import (
     EXACT_BELOW,
-    DenseIndex,
-    DenseMethod,
     PQ_RESCORE_FACTOR,
     PQ_RESCORE_MIN,
+    DenseIndex,
+    DenseMethod,
     IVFLists,
     IVFPQLists,
     int8_codes,
@@ -391,8 +391,8 @@ def clustered_rows(n: int, dim: int, clusters: int, seed: int) -> np.ndarray:
 
 
 def test_sub_codes_divide_the_dimension():
-    assert [pq_sub_codes(d) for d in (384, 768, 16, 100, 7, 2)] == [96, 192, 4, 25, 1, 1]
-    assert pq_sub_codes(384, 8) == 48
+    assert [pq_sub_codes(d) for d in (384, 768, 16, 100, 7, 2)] == [192, 384, 8, 50, 1, 1]
+    assert pq_sub_codes(384, 4) == 96 and pq_sub_codes(384, 8) == 48
 
 
 @pytest.fixture(scope="module")
@@ -414,7 +414,7 @@ def test_pq_lists_hold_every_chunk_in_its_nearest_list(pq_index):
     np.testing.assert_array_equal(pq.assign, np.argmax(vectors @ pq.centroids.T, axis=1))
     np.testing.assert_array_equal(pq.sizes, np.bincount(pq.assign, minlength=30))
     assert pq.blob.dtype == np.uint8 and pq.nbytes >= pq.blob.nbytes
-    assert 0 < pq.blob.nbytes < vectors.nbytes  # 16 bytes of codes a chunk against 128
+    assert 0 < pq.blob.nbytes < vectors.nbytes / 4  # 8 bytes of codes a chunk against 128
 
 
 def test_pq_lists_scanned_whole_give_exact_searchs_answers(pq_index):
@@ -469,7 +469,7 @@ def test_pq_lists_saved_and_mapped_answer_the_same(pq_index, tmp_path):
     from citewise.store import derived_files
     from citewise.store.derived_files import Stamp
 
-    index, vectors = pq_index
+    index, _ = pq_index
     stamp = Stamp("test", 3, 3_000, 5_999)
     assert derived_files.save(tmp_path, "dense", stamp, index.arrays()) is not None
     loaded = derived_files.load(tmp_path, "dense", stamp)
