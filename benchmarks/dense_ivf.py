@@ -93,10 +93,16 @@ def latency(real: np.ndarray, real_queries: np.ndarray, n: int, n_queries: int,
     t2 = time.perf_counter()
     pq = IVFPQLists.build(vectors, ivf_list_count(n))
     t3 = time.perf_counter()
+    t4 = time.perf_counter()
+    opened = IVFPQLists.from_blob(pq.blob.copy(), n, vectors.shape[1])  # as after a restart
+    t5 = time.perf_counter()
+    assert opened is not None and (opened.assign == pq.assign).all()
+    del opened
     index = DenseIndex(0, rowids, vectors, scales, None, ivf=ivf, ivf_from=0, pq=pq)
     print(f"\n# latency: {n:,} generated chunks; ivf: {ivf.lists:,} lists built in "
           f"{t2 - t1:.1f} s (scales {t1 - t0:.1f} s), arrays {ivf.nbytes / 1e6:,.0f} MB; ivf_pq: "
-          f"{pq.lists:,} lists built in {t3 - t2:.1f} s, arrays {pq.nbytes / 1e6:,.0f} MB; "
+          f"{pq.lists:,} lists built in {t3 - t2:.1f} s, arrays {pq.nbytes / 1e6:,.0f} MB, "
+          f"opened from its saved bytes in {t5 - t4:.2f} s; "
           f"vectors {vectors.nbytes / 1e6:,.0f} MB; {load()}")
     rng = np.random.default_rng(7)
     qs = generated(real_queries[rng.permutation(real_queries.shape[0])[:n_queries]],
@@ -109,9 +115,9 @@ def latency(real: np.ndarray, real_queries: np.ndarray, n: int, n_queries: int,
     methods |= {f"ivf_pq, {scan:.0%} scanned": (DenseMethod.IVF_PQ, scan, None)
                 for scan in scans}
     methods |= {"exact, 10% filter": (DenseMethod.EXACT, 0.0, tenth),
-                "ivf, 10% filter (int8 of its chunks)": (DenseMethod.IVF, scans[0], tenth),
-                "ivf_pq, 10% filter (every list, its chunks)": (DenseMethod.IVF_PQ, scans[0],
-                                                                tenth)}
+                "ivf, 10% filter (every code of its chunks)": (DenseMethod.IVF, scans[0], tenth),
+                f"ivf_pq, 10% filter ({scans[0]:.0%} of its chunks)": (DenseMethod.IVF_PQ,
+                                                                      scans[0], tenth)}
     for method, scan, allowed in methods.values():
         index.ivf_scan = scan
         for q in qs[:3]:
