@@ -50,8 +50,8 @@ from citewise.store.dense_index import (  # noqa: E402
 
 
 def recall(chunks: np.ndarray, queries: dict[str, np.ndarray], lists: list[int],
-           scans: list[float], shortlists: list[float]) -> None:
-    n = chunks.shape[0]
+           scans: list[float], shortlists: list[float], pq_dims: list[int]) -> None:
+    n, dim = chunks.shape
     rowids = np.arange(n, dtype=np.int64)
     exact = DenseIndex.build(0, rowids, chunks, exact_below=n + 1)
     want = {name: [exact.top(q, 10)[1] for q in qs] for name, qs in queries.items()}
@@ -59,10 +59,14 @@ def recall(chunks: np.ndarray, queries: dict[str, np.ndarray], lists: list[int],
     print("| method | lists (chunks a list) | scanned share | shortlist | " + " | ".join(queries)
           + " | all | build s |\n|---|---|---|---|" + "---|" * (len(queries) + 2))
     for count in lists:
-        for method in (DenseMethod.IVF, DenseMethod.IVF_PQ):
+        for method, dims in [(DenseMethod.IVF, 0)] + [(DenseMethod.IVF_PQ, d) for d in pq_dims]:
             t0 = time.perf_counter()
-            index = DenseIndex.build(0, rowids, chunks, exact_below=0, ivf_from=0,
-                                     ivf_lists=count, ivf_method=method.value)
+            if method is DenseMethod.IVF:
+                index = DenseIndex.build(0, rowids, chunks, exact_below=0, ivf_from=0,
+                                         ivf_lists=count, ivf_method=method.value)
+            else:
+                index = DenseIndex(0, rowids, chunks, ivf_from=0,
+                                   pq=IVFPQLists.build(chunks, count, dims_per_code=dims))
             build = time.perf_counter() - t0
             sizes = [0.0] if method is DenseMethod.IVF else shortlists
             for scan in scans:
@@ -77,7 +81,9 @@ def recall(chunks: np.ndarray, queries: dict[str, np.ndarray], lists: list[int],
                         every += got
                     short = ("100" if method is DenseMethod.IVF
                              else f"{index.pq_rescore_min:,} ({share:.1%})")
-                    print(f"| {method.value} | {count:,} ({n // count}) | {scan:.0%} | {short} | "
+                    name = method.value if method is DenseMethod.IVF else (
+                        f"ivf_pq, {dims} dims a 4-bit code ({dim * 4 // (8 * dims)} bytes)")
+                    print(f"| {name} | {count:,} ({n // count}) | {scan:.0%} | {short} | "
                           + " | ".join(cells) + f" | **{np.mean(every):.4f}** | {build:.1f} |",
                           flush=True)
 
@@ -155,7 +161,11 @@ def main() -> None:
                     help="shares scanned in the latency table; the first is today's default")
     ap.add_argument("--pq-shortlists", default="0.001",
                     help="ivf_pq shortlists in the recall table, as shares of the chunks")
+    ap.add_argument("--pq-dims", default="2",
+                    help="dimensions a 4-bit sub-code covers, ivf_pq rows of the recall table "
+                    "(the default index: 2)")
     ap.add_argument("--no-recall", action="store_true")
+    ap.add_argument("--no-latency", action="store_true")
     ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "citewise-bench")
     args = ap.parse_args()
     print(f"# start {time.strftime('%H:%M:%S')} {load()}")
@@ -166,7 +176,10 @@ def main() -> None:
         lists = [int(s) for s in args.lists.split(",")] if args.lists else [rule, 4 * rule]
         recall(real, {k: v[::args.query_step] for k, v in queries.items()}, lists,
                [float(s) for s in args.scans.split(",")],
-               [float(s) for s in args.pq_shortlists.split(",")])
+               [float(s) for s in args.pq_shortlists.split(",")],
+               [int(s) for s in args.pq_dims.split(",")])
+    if args.no_latency:
+        return
     latency(real, np.concatenate(list(queries.values())), args.chunks, args.queries,
             [float(s) for s in args.latency_scans.split(",")])
     print(f"\n# end {time.strftime('%H:%M:%S')} {load()}")
