@@ -419,14 +419,15 @@ def test_pq_lists_hold_every_chunk_in_its_nearest_list(pq_index):
 
 def test_pq_lists_scanned_whole_give_exact_searchs_answers(pq_index):
     """Every list scanned (share 1.0): the top 10 is exact search's, ids, order and scores,
-    for every query, without a filter and under one keeping a third of the chunks."""
+    for every query, without a filter and under one keeping half the chunks (more than the
+    shortlist of 1,000, so the codes pick it)."""
     index, vectors = pq_index
-    third = np.arange(0, 3_000, 3)
+    half = np.arange(0, 3_000, 2)
     index.pq_filter_exact_below = 0  # the filter checked inside the scan, not scored exactly
     for seed in range(30):
         q = clustered_rows(1, 32, 40, 51)[0] if seed == 0 else unit_rows(1, 32, 200 + seed)[0]
         q = vectors[seed * 97] if seed % 2 else q
-        for positions in (None, third):
+        for positions in (None, half):
             want = index.top(q, 10, positions, method=DenseMethod.EXACT)
             got = index.top(q, 10, positions)
             assert got[0].tolist() == want[0].tolist()
@@ -449,9 +450,19 @@ def test_pq_filters_are_applied_inside_the_scan(pq_index):
         np.testing.assert_allclose(scores, vectors[(ids - 1) // 2] @ q, atol=1e-6)
         shortlist = index.pq.shortlist(q, 20, 60, every_5th, 3_000)
         assert set(shortlist.tolist()) <= set(every_5th.tolist()) and len(shortlist) == 20
-        scanned = index.pq.assign[shortlist]
-        nearest = np.argsort(-(index.pq.centroids @ q))
-        assert set(scanned.tolist()) < set(nearest.tolist())  # not every list
+        # only the nearest lists, as many as it takes to hold 60 of the filter's chunks
+        nearest = np.argsort(-(index.pq.centroids @ q), kind="stable")
+        reach = np.cumsum(np.bincount(index.pq.assign[every_5th], minlength=30)[nearest])
+        lists = nearest[: int(np.searchsorted(reach, 60)) + 1]
+        assert 1 < len(lists) < 30 and reach[len(lists) - 2] < 60 <= reach[len(lists) - 1]
+        assert set(index.pq.assign[shortlist].tolist()) <= set(lists.tolist())
+        held = index.pq.shortlist(q, 3_000, 60, every_5th, 3_000)  # all the scan holds
+        want = every_5th[np.isin(index.pq.assign[every_5th], lists)]
+        assert held.tolist() == want.tolist()
+        reach = np.cumsum(index.pq.sizes[nearest])  # no filter: 10% of all chunks
+        lists = nearest[: int(np.searchsorted(reach, 300)) + 1]
+        held = index.pq.shortlist(q, 3_000, 300)
+        assert held.tolist() == np.flatnonzero(np.isin(index.pq.assign, lists)).tolist()
         index.ivf_scan = 1.0  # every list, the filter's chunks only
         want = index.top(q, 10, every_5th, method=DenseMethod.EXACT)
         assert index.top(q, 10, every_5th)[0].tolist() == want[0].tolist()
