@@ -371,9 +371,9 @@ class SQLiteStore(SQLStore):
         self.dense_exact_below = dense_exact_below
         self.dense_rescore_factor = dense_rescore_factor
         self.dense_rescore_min = dense_rescore_min
-        #: from this many chunks (and at least ``dense_exact_below``) the codes are held in
+        #: from this many chunks (and at least ``dense_exact_below``) 4-bit codes are held in
         #: inverted lists (k-means, built per generation) and a search scans the lists nearest
-        #: the query (:class:`~citewise.store.dense_index.IVFLists`)
+        #: the query (:class:`~citewise.store.dense_index.IVFPQLists`)
         self.dense_ivf_from = dense_ivf_from
         #: the share of the candidates' codes an inverted-file search scans (recall against
         #: speed: see :data:`~citewise.store.dense_index.IVF_SCAN`)
