@@ -100,7 +100,7 @@ def latency(real: np.ndarray, real_queries: np.ndarray, n: int, n_queries: int,
     pq = IVFPQLists.build(vectors, ivf_list_count(n))
     t3 = time.perf_counter()
     t4 = time.perf_counter()
-    opened = IVFPQLists.from_blob(pq.blob.copy(), n, vectors.shape[1])  # as after a restart
+    opened = IVFPQLists.from_blob(pq.serialized(), n, vectors.shape[1])  # as after a restart
     t5 = time.perf_counter()
     assert opened is not None and (opened.assign == pq.assign).all()
     del opened

@@ -346,7 +346,7 @@ def test_store_searches_through_lists_filters_deletes_and_maps_them(tmp_path):
     # saved per generation: a second store maps the lists and answers the same
     other = SQLiteStore(path, **options)
     mapped = other._load_matrix()
-    assert mapped.pq is not None and isinstance(mapped.pq.blob, np.memmap)
+    assert mapped.pq is not None and mapped.pq.blob is None  # read from the saved bytes
     np.testing.assert_array_equal(mapped.pq.assign, index.pq.assign)
     assert [h.chunk_id for h in other.dense_search(q, 10)] == [h.chunk_id for h in hits]
     # a delete: a new generation, new lists, the document never served
@@ -376,7 +376,7 @@ def test_saved_arrays_without_lists_are_rebuilt_with_them(tmp_path):
     again.close()
     third = SQLiteStore(path, **lists)
     mapped = third._load_matrix()
-    assert mapped.pq is not None and isinstance(mapped.pq.blob, np.memmap)
+    assert mapped.pq is not None and mapped.pq.blob is None  # read from the saved bytes
     third.close()
 
 
@@ -413,8 +413,9 @@ def test_pq_lists_hold_every_chunk_in_its_nearest_list(pq_index):
     np.testing.assert_allclose(np.linalg.norm(pq.centroids, axis=1), 1.0, atol=1e-5)
     np.testing.assert_array_equal(pq.assign, np.argmax(vectors @ pq.centroids.T, axis=1))
     np.testing.assert_array_equal(pq.sizes, np.bincount(pq.assign, minlength=30))
-    assert pq.blob.dtype == np.uint8 and pq.nbytes >= pq.blob.nbytes
+    assert pq.blob is not None and pq.blob.dtype == np.uint8 and pq.index_bytes == pq.blob.nbytes
     assert 0 < pq.blob.nbytes < vectors.nbytes / 4  # 8 bytes of codes a chunk against 128
+    assert pq.nbytes >= pq.blob.nbytes
 
 
 def test_pq_lists_scanned_whole_give_exact_searchs_answers(pq_index):
@@ -489,12 +490,14 @@ def test_pq_lists_saved_and_mapped_answer_the_same(pq_index, tmp_path):
     assert isinstance(arrays["pq_index"], np.memmap)
     mapped = DenseIndex.from_arrays(3, arrays, exact_below=0, ivf_from=0, complete=True)
     assert mapped.pq is not None and isinstance(mapped.vectors, np.memmap)
+    assert mapped.pq.blob is None  # read from the file, not held (faiss has its own copy)
+    np.testing.assert_array_equal(mapped.pq.serialized(), index.pq.blob)
     np.testing.assert_array_equal(mapped.pq.assign, index.pq.assign)
     for seed in range(10):
         q = unit_rows(1, 32, 300 + seed)[0]
         assert mapped.top(q, 10)[0].tolist() == index.top(q, 10)[0].tolist()
     # saved for another index or without the lists: refused, or rebuilt when not `complete`
-    assert IVFPQLists.from_blob(index.pq.blob, 2_999, 32) is None
+    assert IVFPQLists.from_blob(index.pq.serialized(), 2_999, 32) is None
     assert IVFPQLists.from_blob(np.zeros(64, np.uint8)) is None
     without = {k: v for k, v in index.arrays().items() if k != "pq_index"}
     with pytest.raises(ValueError, match="pq_index"):

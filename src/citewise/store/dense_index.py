@@ -385,16 +385,19 @@ class IVFPQLists:
     a portable build otherwise). The faiss ids are the index positions.
 
     ``index``: the faiss index; ``blob``: uint8 (bytes,) its serialisation
-    (``faiss.serialize_index``), what :meth:`DenseIndex.arrays` saves; ``centroids``: float32
-    (lists, dim), unit norm; ``assign``: int32 (n,), the list of each position; ``sizes``:
-    int64 (lists,), the chunks in each list.
+    (``faiss.serialize_index``) when built in this process, None when read from saved bytes
+    (they are not held: faiss has its own copy, and a mapped file's pages would count twice;
+    :meth:`serialized` writes them again on demand); ``centroids``: float32 (lists, dim), unit
+    norm; ``assign``: int32 (n,), the list of each position; ``sizes``: int64 (lists,), the
+    chunks in each list; ``index_bytes``: the serialisation's size.
     """
 
     index: Any = field(repr=False)
-    blob: np.ndarray = field(repr=False)
+    blob: np.ndarray | None = field(repr=False)
     centroids: np.ndarray
     assign: np.ndarray
     sizes: np.ndarray
+    index_bytes: int
 
     @classmethod
     def build(cls, vectors: np.ndarray, lists: int, *, rounds: int = IVF_ROUNDS,
@@ -426,17 +429,18 @@ class IVFPQLists:
         for start in range(0, n, _BUILD_BLOCK * 4):
             index.add(np.ascontiguousarray(vectors[start : start + _BUILD_BLOCK * 4],
                                            dtype=np.float32))
-        built = cls.from_blob(np.asarray(faiss.serialize_index(index), dtype=np.uint8), n, dim)
+        blob = np.asarray(faiss.serialize_index(index), dtype=np.uint8)
+        built = cls.from_blob(blob, n, dim, keep=True)
         if built is None:  # faiss gave back an index it cannot read: a bug, never expected
             raise RuntimeError("faiss could not read the IVF-PQ index it wrote")
         return built
 
     @classmethod
-    def from_blob(cls, blob: np.ndarray, n: int | None = None,
-                  dim: int | None = None) -> IVFPQLists | None:
-        """The lists of uint8 ``blob`` (:attr:`blob`; memory-mapped or not: faiss copies it),
-        or None when it is not an ``IndexIVFPQFastScan`` of ``n`` ``dim``-d chunks (None:
-        any)."""
+    def from_blob(cls, blob: np.ndarray, n: int | None = None, dim: int | None = None, *,
+                  keep: bool = False) -> IVFPQLists | None:
+        """The lists of uint8 ``blob`` (:meth:`serialized`; memory-mapped or not: faiss copies
+        it, and it is held as :attr:`blob` only when ``keep``), or None when it is not an
+        ``IndexIVFPQFastScan`` of ``n`` ``dim``-d chunks (None: any)."""
         faiss = _faiss()
 
         try:
@@ -463,7 +467,7 @@ class IVFPQLists:
             seen += size
         if seen != assign.shape[0]:
             return None
-        return cls(index, blob, centroids, assign, sizes)
+        return cls(index, blob if keep else None, centroids, assign, sizes, int(blob.nbytes))
 
     @property
     def lists(self) -> int:
@@ -472,10 +476,17 @@ class IVFPQLists:
 
     @property
     def nbytes(self) -> int:
-        """Bytes held: the serialised index (faiss holds about as much again), the list of
-        each position and the centroids."""
-        return int(self.blob.nbytes + self.assign.nbytes + self.sizes.nbytes
+        """Bytes held: the index (the size of its serialisation), the list of each position
+        and the centroids."""
+        return int(self.index_bytes + self.assign.nbytes + self.sizes.nbytes
                    + self.centroids.nbytes)
+
+    def serialized(self) -> np.ndarray:
+        """uint8 (bytes,) the index as ``faiss.serialize_index`` writes it (:attr:`blob`, or
+        written now), what :meth:`DenseIndex.arrays` saves and :meth:`from_blob` reads."""
+        if self.blob is not None:
+            return self.blob
+        return np.asarray(_faiss().serialize_index(self.index), dtype=np.uint8)
 
     def shortlist(self, query: np.ndarray, size: int, want: int,
                   positions: np.ndarray | None = None, n: int = 0) -> np.ndarray:
@@ -591,7 +602,7 @@ class DenseIndex:
     def arrays(self) -> dict[str, np.ndarray]:
         """The arrays to save (:mod:`citewise.store.derived_files`): row keys, vectors and,
         when the index has them, scales, codes and the inverted lists (``ivf_<field>`` of
-        :class:`IVFLists`, ``pq_index``: :attr:`IVFPQLists.blob`)."""
+        :class:`IVFLists`, ``pq_index``: :meth:`IVFPQLists.serialized`)."""
         out = {"rowids": self.rowids, "vectors": self.vectors}
         if self.scales is not None:
             out["scales"] = self.scales
@@ -600,7 +611,7 @@ class DenseIndex:
         if self.ivf is not None:
             out |= {f"ivf_{name}": getattr(self.ivf, name) for name in IVFLists.FIELDS}
         if self.pq is not None:
-            out["pq_index"] = self.pq.blob
+            out["pq_index"] = self.pq.serialized()
         return out
 
     @classmethod
