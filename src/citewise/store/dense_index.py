@@ -25,8 +25,9 @@ A search (:meth:`DenseIndex.top`) is one of three named methods (:class:`DenseMe
   lose nothing measurable: on real minilm embeddings (66k chunks, 1,028 lists) recall@10
   against ``exact`` was 0.9949 at a 30% scan re-scoring 0.1% of the chunks (what 1,000 is at
   1M), 0.9954 at 0.2%, the same as scoring the scanned lists exactly (0.9954); at 1M chunks
-  it took 11.7 ms p50 against ``ivf``'s 37.0 ms at the same scan (load 16 on 2 cores;
-  ``benchmarks/dense_ivf.py``, docs/benchmarks.md). The int8 codes are not kept beside it.
+  it took 5.3 ms p50 against ``ivf``'s 21.3 ms at the same scan (load 4 on 2 cores; 11.7
+  against 37.0 at load 16; ``benchmarks/dense_ivf.py``, docs/benchmarks.md). The int8 codes
+  are not kept beside it.
 
 * ``ivf`` (from :data:`IVF_FROM` chunks when built with ``ivf_method="ivf"``): int8 codes
   held in inverted lists (:class:`IVFLists`: spherical k-means centroids trained per generation on a sample, every
