@@ -12,13 +12,17 @@ import pytest
 
 from citewise.store.dense_index import (
     EXACT_BELOW,
+    PQ_RESCORE_FACTOR,
+    PQ_RESCORE_MIN,
     DenseIndex,
     DenseMethod,
     IVFLists,
+    IVFPQLists,
     int8_codes,
     int8_scales,
     int8_scores,
     ivf_list_count,
+    pq_sub_codes,
     query_code,
 )
 from citewise.store.sqlite import SQLiteStore
@@ -275,7 +279,7 @@ def test_inverted_lists_scanned_whole_give_the_flat_scans_answers():
     vectors = unit_rows(3_000, DIM, 23)
     rowids = np.arange(3_000) * 2 + 1
     index = DenseIndex.build(0, rowids, vectors, exact_below=0, ivf_from=0, ivf_lists=30,
-                             ivf_scan=1.0, rescore_factor=2, rescore_min=40)
+                             ivf_scan=1.0, rescore_factor=2, rescore_min=40, ivf_method="ivf")
     assert index.method is DenseMethod.IVF and index.codes is None
     half = np.arange(0, 3_000, 2)
     for seed in range(20):
@@ -304,7 +308,8 @@ def test_inverted_lists_top_10_on_real_embeddings(real_vectors):
     docs/benchmarks.md (benchmarks/dense_ivf.py)."""
     chunks, queries = real_vectors
     n = chunks.shape[0]
-    index = DenseIndex.build(0, np.arange(n), chunks, exact_below=0, ivf_from=0, ivf_scan=1.0)
+    index = DenseIndex.build(0, np.arange(n), chunks, exact_below=0, ivf_from=0, ivf_scan=1.0,
+                             ivf_method="ivf")
     assert index.ivf is not None and index.ivf.lists == ivf_list_count(n) == 27
     same, found = 0, {0.05: [], 0.3: [], 1.0: []}
     for q in queries:
@@ -328,7 +333,7 @@ def test_store_searches_through_lists_filters_deletes_and_maps_them(tmp_path):
     q = unit_rows(1, DIM, 32)[0]
     hits = store.dense_search(q, 10)
     index = store._load_matrix()
-    assert index.method is DenseMethod.IVF and index.ivf is not None
+    assert index.method is DenseMethod.IVF_PQ and index.pq is not None and index.codes is None
     assert len(hits) == 10
     for h in hits:
         assert h.dense == pytest.approx(float(vectors[int(h.chunk_id[1:])] @ q), abs=1e-6)
@@ -341,8 +346,8 @@ def test_store_searches_through_lists_filters_deletes_and_maps_them(tmp_path):
     # saved per generation: a second store maps the lists and answers the same
     other = SQLiteStore(path, **options)
     mapped = other._load_matrix()
-    assert mapped.ivf is not None and isinstance(mapped.ivf.codes, np.memmap)
-    np.testing.assert_array_equal(mapped.ivf.order, index.ivf.order)
+    assert mapped.pq is not None and mapped.pq.blob is None  # read from the saved bytes
+    np.testing.assert_array_equal(mapped.pq.assign, index.pq.assign)
     assert [h.chunk_id for h in other.dense_search(q, 10)] == [h.chunk_id for h in hits]
     # a delete: a new generation, new lists, the document never served
     top_doc = f"doc{int(hits[0].chunk_id[1:]) // 20 * 20}"
@@ -351,7 +356,7 @@ def test_store_searches_through_lists_filters_deletes_and_maps_them(tmp_path):
     gone = {f"c{i}" for i in range(int(top_doc[3:]), int(top_doc[3:]) + 20)}
     assert not gone & {h.chunk_id for h in after} and len(after) == 50
     assert other._load_matrix().generation > mapped.generation
-    assert other._load_matrix().ivf.codes.shape == (1_980, DIM)
+    assert other._load_matrix().pq.assign.shape == (1_980,)
     store.close()
     other.close()
 
@@ -367,9 +372,135 @@ def test_saved_arrays_without_lists_are_rebuilt_with_them(tmp_path):
     store.close()
     lists = flat | {"dense_ivf_from": 1_000}
     again = SQLiteStore(path, **lists)
-    assert again._load_matrix().ivf is not None
+    assert again._load_matrix().pq is not None
     again.close()
     third = SQLiteStore(path, **lists)
     mapped = third._load_matrix()
-    assert mapped.ivf is not None and isinstance(mapped.ivf.codes, np.memmap)
+    assert mapped.pq is not None and mapped.pq.blob is None  # read from the saved bytes
     third.close()
+
+
+# --- 4-bit product-quantisation codes in inverted lists, faiss fast scan (issue 22, item 2) --
+def clustered_rows(n: int, dim: int, clusters: int, seed: int) -> np.ndarray:
+    """Unit rows around ``clusters`` random centres (noise 0.4 a dimension): near neighbours
+    that share a list, as real embeddings do."""
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(clusters, dim))
+    x = centres[rng.integers(0, clusters, n)] + 0.4 * rng.normal(size=(n, dim))
+    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+
+
+def test_sub_codes_divide_the_dimension():
+    assert [pq_sub_codes(d) for d in (384, 768, 16, 100, 7, 2)] == [192, 384, 8, 50, 1, 1]
+    assert pq_sub_codes(384, 4) == 96 and pq_sub_codes(384, 8) == 48
+
+
+@pytest.fixture(scope="module")
+def pq_index():
+    """3,000 clustered 32-d chunks (row keys 1, 3, 5, ...) in 30 lists of 4-bit codes."""
+    vectors = clustered_rows(3_000, 32, 40, 51)
+    index = DenseIndex.build(0, np.arange(3_000) * 2 + 1, vectors, exact_below=0, ivf_from=0,
+                             ivf_lists=30, ivf_scan=1.0)
+    return index, vectors
+
+
+def test_pq_lists_hold_every_chunk_in_its_nearest_list(pq_index):
+    index, vectors = pq_index
+    pq = index.pq
+    assert index.method is DenseMethod.IVF_PQ and pq is not None
+    assert index.codes is None and index.ivf is None  # no int8 codes beside the 4-bit ones
+    assert pq.lists == 30 and pq.centroids.shape == (30, 32) and pq.index.ntotal == 3_000
+    np.testing.assert_allclose(np.linalg.norm(pq.centroids, axis=1), 1.0, atol=1e-5)
+    np.testing.assert_array_equal(pq.assign, np.argmax(vectors @ pq.centroids.T, axis=1))
+    np.testing.assert_array_equal(pq.sizes, np.bincount(pq.assign, minlength=30))
+    assert pq.blob is not None and pq.blob.dtype == np.uint8 and pq.index_bytes == pq.blob.nbytes
+    assert 0 < pq.blob.nbytes < vectors.nbytes / 4  # 8 bytes of codes a chunk against 128
+    assert pq.nbytes >= pq.blob.nbytes
+
+
+def test_pq_lists_scanned_whole_give_exact_searchs_answers(pq_index):
+    """Every list scanned (share 1.0): the top 10 is exact search's, ids, order and scores,
+    for every query, without a filter and under one keeping half the chunks (more than the
+    shortlist of 1,000, so the codes pick it)."""
+    index, vectors = pq_index
+    half = np.arange(0, 3_000, 2)
+    index.pq_filter_exact_below = 0  # the filter checked inside the scan, not scored exactly
+    for seed in range(30):
+        q = clustered_rows(1, 32, 40, 51)[0] if seed == 0 else unit_rows(1, 32, 200 + seed)[0]
+        q = vectors[seed * 97] if seed % 2 else q
+        for positions in (None, half):
+            want = index.top(q, 10, positions, method=DenseMethod.EXACT)
+            got = index.top(q, 10, positions)
+            assert got[0].tolist() == want[0].tolist()
+            np.testing.assert_allclose(got[1], want[1], atol=1e-6)
+    index.pq_filter_exact_below = EXACT_BELOW
+
+
+def test_pq_filters_are_applied_inside_the_scan(pq_index):
+    """A filter scans the nearest lists until they hold the share of *its* chunks, checking
+    it code by code: every hit is the filter's, k of them, with exact cosines; scanning every
+    list gives exact search's answer; a small filter is scored exactly."""
+    index, vectors = pq_index
+    q = vectors[5]
+    every_5th = np.arange(0, 3_000, 5)  # 600 chunks
+    index.ivf_scan, index.pq_rescore_factor, index.pq_rescore_min = 0.1, 2, 20
+    index.pq_filter_exact_below = 0
+    try:
+        ids, scores = index.top(q, 10, every_5th)
+        assert len(ids) == 10 and set(((ids - 1) // 2).tolist()) <= set(every_5th.tolist())
+        np.testing.assert_allclose(scores, vectors[(ids - 1) // 2] @ q, atol=1e-6)
+        shortlist = index.pq.shortlist(q, 20, 60, every_5th, 3_000)
+        assert set(shortlist.tolist()) <= set(every_5th.tolist()) and len(shortlist) == 20
+        # only the nearest lists, as many as it takes to hold 60 of the filter's chunks
+        nearest = np.argsort(-(index.pq.centroids @ q), kind="stable")
+        reach = np.cumsum(np.bincount(index.pq.assign[every_5th], minlength=30)[nearest])
+        lists = nearest[: int(np.searchsorted(reach, 60)) + 1]
+        assert 1 < len(lists) < 30 and reach[len(lists) - 2] < 60 <= reach[len(lists) - 1]
+        assert set(index.pq.assign[shortlist].tolist()) <= set(lists.tolist())
+        held = index.pq.shortlist(q, 3_000, 60, every_5th, 3_000)  # all the scan holds
+        want = every_5th[np.isin(index.pq.assign[every_5th], lists)]
+        assert held.tolist() == want.tolist()
+        reach = np.cumsum(index.pq.sizes[nearest])  # no filter: 10% of all chunks
+        lists = nearest[: int(np.searchsorted(reach, 300)) + 1]
+        held = index.pq.shortlist(q, 3_000, 300)
+        assert held.tolist() == np.flatnonzero(np.isin(index.pq.assign, lists)).tolist()
+        index.ivf_scan = 1.0  # every list, the filter's chunks only
+        want = index.top(q, 10, every_5th, method=DenseMethod.EXACT)
+        assert index.top(q, 10, every_5th)[0].tolist() == want[0].tolist()
+        index.pq_filter_exact_below = 600  # scored exactly: even a tiny scan share finds it
+        index.ivf_scan = 0.0
+        assert index.top(q, 10, every_5th)[0].tolist() == want[0].tolist()
+        none = index.top(q, 10, np.zeros(0, dtype=np.int64))
+        assert none[0].shape == (0,)
+    finally:
+        index.ivf_scan, index.pq_filter_exact_below = 1.0, EXACT_BELOW
+        index.pq_rescore_factor, index.pq_rescore_min = PQ_RESCORE_FACTOR, PQ_RESCORE_MIN
+
+
+def test_pq_lists_saved_and_mapped_answer_the_same(pq_index, tmp_path):
+    from citewise.store import derived_files
+    from citewise.store.derived_files import Stamp
+
+    index, _ = pq_index
+    stamp = Stamp("test", 3, 3_000, 5_999)
+    assert derived_files.save(tmp_path, "dense", stamp, index.arrays()) is not None
+    loaded = derived_files.load(tmp_path, "dense", stamp)
+    assert loaded is not None
+    arrays, _ = loaded
+    assert isinstance(arrays["pq_index"], np.memmap)
+    mapped = DenseIndex.from_arrays(3, arrays, exact_below=0, ivf_from=0, complete=True)
+    assert mapped.pq is not None and isinstance(mapped.vectors, np.memmap)
+    assert mapped.pq.blob is None  # read from the file, not held (faiss has its own copy)
+    np.testing.assert_array_equal(mapped.pq.serialized(), index.pq.blob)
+    np.testing.assert_array_equal(mapped.pq.assign, index.pq.assign)
+    for seed in range(10):
+        q = unit_rows(1, 32, 300 + seed)[0]
+        assert mapped.top(q, 10)[0].tolist() == index.top(q, 10)[0].tolist()
+    # saved for another index or without the lists: refused, or rebuilt when not `complete`
+    assert IVFPQLists.from_blob(index.pq.serialized(), 2_999, 32) is None
+    assert IVFPQLists.from_blob(np.zeros(64, np.uint8)) is None
+    without = {k: v for k, v in index.arrays().items() if k != "pq_index"}
+    with pytest.raises(ValueError, match="pq_index"):
+        DenseIndex.from_arrays(3, without, exact_below=0, ivf_from=0, complete=True)
+    rebuilt = DenseIndex.from_arrays(3, without, exact_below=0, ivf_from=0, ivf_lists=30)
+    np.testing.assert_array_equal(rebuilt.pq.assign, index.pq.assign)  # same seed, same lists

@@ -17,21 +17,36 @@ A search (:meth:`DenseIndex.top`) is one of three named methods (:class:`DenseMe
   shortlist can be missed. Measured on real minilm embeddings (``benchmarks/dense_index.py``,
   docs/benchmarks.md) its recall@10 against ``exact`` is >= 0.99 with the default shortlist.
 
-* ``ivf`` (from :data:`IVF_FROM` chunks, 200,000): the same codes held in inverted lists
-  (:class:`IVFLists`: spherical k-means centroids trained per generation on a sample, every
+* ``ivf_pq`` (from :data:`IVF_FROM` chunks, 200,000; the default there): inverted lists of
+  4-bit product-quantisation codes (:class:`IVFPQLists`, 96 bytes a 384-d chunk) scanned by
+  faiss's fast scan (``IndexIVFPQFastScan``), in the lists nearest the query until they hold
+  :data:`IVF_SCAN` (30%) of the candidates, then the exact float32 cosines of the best
+  ``max(40 k, 1,000)`` codes (:data:`PQ_RESCORE_FACTOR`, :data:`PQ_RESCORE_MIN`). The codes
+  lose nothing measurable: on real minilm embeddings (66k chunks, 1,028 lists) recall@10
+  against ``exact`` was 0.9949 at a 30% scan re-scoring 0.1% of the chunks (what 1,000 is at
+  1M), 0.9954 at 0.2%, the same as scoring the scanned lists exactly (0.9954); at 1M chunks
+  it took 5.3 ms p50 against ``ivf``'s 21.3 ms at the same scan (load 4 on 2 cores; 11.7
+  against 37.0 at load 16; ``benchmarks/dense_ivf.py``, docs/benchmarks.md). The int8 codes
+  are not kept beside it.
+
+* ``ivf`` (from :data:`IVF_FROM` chunks when built with ``ivf_method="ivf"``): int8 codes
+  held in inverted lists (:class:`IVFLists`: spherical k-means centroids trained per generation on a sample, every
   chunk in the list of its nearest centroid, codes stored list by list); a search ranks the
   centroids by dot product with the query, scans the codes of the nearest lists until they
   hold :data:`IVF_SCAN` (30%) of the candidates, and re-scores the best ``shortlist_size``
   codes exactly, as ``int8`` does. A chunk outside the scanned lists can be missed: on real
   minilm embeddings (66k chunks, ~1,000 lists, ``benchmarks/dense_ivf.py``) recall@10 against
-  ``exact`` was 0.9954 at a 30% scan (0.9916 at 20%). Exact search stays for small indexes; a store forces it
-  with ``dense_exact_below`` above its size.
+  ``exact`` was 0.9954 at a 30% scan (0.9916 at 20%), but the scan reads 384 bytes a chunk
+  (28-37 ms at 1M). Exact search stays for small indexes; a store forces it with
+  ``dense_exact_below`` above its size.
 
 Binary sign codes (1 bit a dimension, Hamming distance in NumPy) were measured first and
 dropped: on SciFact abstracts their recall@10 was 0.86-0.99 even re-scoring 5% of the chunks.
 
-A filter is applied before either method's top ``k``: the positions it lets through are
-scored (codes or vectors gathered when they are under a quarter of the index), so a filter
+A filter is applied before every method's top ``k`` (``ivf_pq``: checked code by code inside
+the scan, the lists scanned until they hold the share of the filter's chunks; one keeping at
+most 20,000 chunks scored exactly). For the others, the positions it lets through are scored
+(codes or vectors gathered when they are under a quarter of the index), so a filter
 keeping 1% of the chunks still returns ``k`` of them, and one keeping no more chunks than
 the shortlist is scored exactly.
 
@@ -50,6 +65,7 @@ import enum
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import simsimd
@@ -60,6 +76,11 @@ EXACT_BELOW = 20_000
 #: the shortlist re-scored exactly is ``max(RESCORE_FACTOR * k, RESCORE_MIN)`` codes
 RESCORE_FACTOR = 10
 RESCORE_MIN = 100
+#: up to this many gathered rows (a shortlist) are scored by ``numpy.einsum`` in the calling
+#: thread rather than by BLAS: OpenBLAS splits even a 2,000 x 384 matrix-vector product over
+#: its threads, and on 2 busy cores (load 13) that took 22 ms against 0.47 ms in one thread
+#: (``benchmarks/dense_ivf.py``'s machine, docs/benchmarks.md)
+_UNTHREADED_ROWS = 65_536
 #: rows coded at a time while building (bounds the build's temporary bool array)
 _BUILD_BLOCK = 65_536
 #: from this many chunks a search is considered on (the index, or the positions a filter lets
@@ -79,6 +100,23 @@ IVF_ROUNDS = 8
 IVF_SAMPLE_PER_LIST = 32
 #: rows assigned to their nearest centroid at a time (bounds the (rows, lists) score block)
 _ASSIGN_BLOCK = 8_192
+#: the structure an index of at least :data:`IVF_FROM` chunks searches through: ``ivf_pq``
+#: (:class:`IVFPQLists`, 4-bit product-quantisation codes scanned by faiss's fast scan) or
+#: ``ivf`` (:class:`IVFLists`, int8 codes scanned by SimSIMD)
+IVF_METHOD = "ivf_pq"
+#: dimensions a 4-bit product-quantisation sub-code covers (384-d: 192 sub-codes, 96 bytes a
+#: chunk against int8's 384). 2: on real minilm embeddings (66k chunks, 1,028 lists, a 30%
+#: scan) its recall@10 against exact was the lists' own (exact scoring inside the scanned
+#: lists: 0.9954) from a shortlist of 0.2% of the chunks on; 4 dimensions a code (48 bytes)
+#: gave 0.9913 at 0.2% and 8 (24 bytes) 0.926 (docs/benchmarks.md)
+PQ_DIMS_PER_CODE = 2
+#: an ``ivf_pq`` search re-scores exactly the best ``max(PQ_RESCORE_FACTOR * k,
+#: PQ_RESCORE_MIN)`` chunks by their codes' scores
+PQ_RESCORE_FACTOR = 40
+PQ_RESCORE_MIN = 1_000
+#: ``ivf_pq`` needs this many chunks to train its 16 centroids per sub-space (64 rows each);
+#: a smaller index given ``ivf_method="ivf_pq"`` gets int8 lists (``ivf``) instead
+PQ_MIN_CHUNKS = 1_024
 
 
 class DenseMethod(enum.Enum):
@@ -87,6 +125,7 @@ class DenseMethod(enum.Enum):
     EXACT = "exact"
     INT8 = "int8"
     IVF = "ivf"
+    IVF_PQ = "ivf_pq"
 
     @classmethod
     def from_str(cls, name: str) -> DenseMethod:
@@ -167,10 +206,13 @@ def exact_top(vectors: np.ndarray, query: np.ndarray, k: int,
     """The ``k`` best of float32 (n, dim) ``vectors`` (or of their int64 ascending ``rows``
     only) by dot product with float32 (dim,) ``query``, as :func:`best_of` gives them but
     indexing ``vectors``. The rows are gathered first when they are under a quarter of
-    ``vectors``, else every vector is scored and the rows' scores taken."""
+    ``vectors``, else every vector is scored and the rows' scores taken; up to
+    :data:`_UNTHREADED_ROWS` gathered rows are scored by NumPy's own loop, not BLAS."""
     if rows is None:
         return best_of(vectors @ query, k)
-    if rows.shape[0] * 4 < vectors.shape[0]:
+    if rows.shape[0] <= _UNTHREADED_ROWS:  # a shortlist: no BLAS threads (see the constant)
+        local, scores = best_of(np.einsum("ij,j->i", vectors[rows], query), k)
+    elif rows.shape[0] * 4 < vectors.shape[0]:
         local, scores = best_of(vectors[rows] @ query, k)
     else:
         local, scores = best_of((vectors @ query)[rows], k)
@@ -308,6 +350,171 @@ class IVFLists:
         return ranked[:take]
 
 
+def _faiss() -> Any:
+    """The faiss module, imported on first use (an index under :data:`IVF_FROM` chunks never
+    loads it) and held to one OpenMP thread: a search is one query, and OpenMP's waiting
+    threads made training 25x slower on 2 busy cores (0.3 s against 7.7 s measured)."""
+    import faiss
+
+    if not getattr(_faiss, "configured", False):
+        faiss.omp_set_num_threads(1)
+        _faiss.configured = True  # type: ignore[attr-defined]
+    return faiss
+
+
+def pq_sub_codes(dim: int, dims_per_code: int = PQ_DIMS_PER_CODE) -> int:
+    """Product-quantisation sub-codes for ``dim``-d vectors: the largest divisor of ``dim``
+    not above ``dim / dims_per_code`` (at least 1), so every sub-code covers the same number
+    of dimensions (384-d, 2 a code: 192)."""
+    most = max(1, dim // max(1, dims_per_code))
+    return next(m for m in range(most, 0, -1) if dim % m == 0)
+
+
+@dataclass
+class IVFPQLists:
+    """An inverted file of 4-bit product-quantisation codes over a :class:`DenseIndex`'s
+    vectors, searched by faiss's fast scan (``faiss.IndexIVFPQFastScan``; André, Kermarrec &
+    Le Scouarnec, "Cache locality is not enough: high-performance nearest neighbor search
+    with product quantization fast scan", VLDB 2015). Built by :meth:`build`.
+
+    Every chunk belongs to the list of its nearest centroid (the spherical k-means centroids
+    :class:`IVFLists` uses); its vector is coded as :func:`pq_sub_codes` sub-codes of 4 bits
+    (16 centroids per sub-space, trained per generation): 96 bytes a 384-d chunk, 4x fewer
+    than int8. A search ranks the lists by
+    centroid dot product, and the fast scan scores the codes of the nearest lists with
+    16-entry lookup tables held in SIMD registers (AVX2 / AVX-512 / NEON as the CPU has them,
+    a portable build otherwise). The faiss ids are the index positions.
+
+    ``index``: the faiss index; ``blob``: uint8 (bytes,) its serialisation
+    (``faiss.serialize_index``) when built in this process, None when read from saved bytes
+    (they are not held: faiss has its own copy, and a mapped file's pages would count twice;
+    :meth:`serialized` writes them again on demand); ``centroids``: float32 (lists, dim), unit
+    norm; ``assign``: int32 (n,), the list of each position; ``sizes``: int64 (lists,), the
+    chunks in each list; ``index_bytes``: the serialisation's size.
+    """
+
+    index: Any = field(repr=False)
+    blob: np.ndarray | None = field(repr=False)
+    centroids: np.ndarray
+    assign: np.ndarray
+    sizes: np.ndarray
+    index_bytes: int
+
+    @classmethod
+    def build(cls, vectors: np.ndarray, lists: int, *, rounds: int = IVF_ROUNDS,
+              sample_per_list: int = IVF_SAMPLE_PER_LIST,
+              dims_per_code: int = PQ_DIMS_PER_CODE, seed: int = 0) -> IVFPQLists:
+        """The lists of float32 (n, dim) unit ``vectors`` (n >= 1): centroids by
+        :func:`spherical_kmeans` on ``max(lists * sample_per_list, 1024)`` rows (at most n)
+        drawn at random (``seed``), the sub-quantisers trained on the same rows, then every
+        vector assigned and coded by faiss (``n * lists * dim`` multiply-adds for the assignment:
+        1M x 1,000 x 384 takes ~15-30 s on 2 cores)."""
+        faiss = _faiss()
+
+        n, dim = vectors.shape
+        lists = max(1, min(lists, n))
+        rng = np.random.default_rng(seed)
+        take = min(n, max(lists * sample_per_list, 16 * 64))  # >= 64 rows per 4-bit centroid
+        sample = np.asarray(vectors[np.sort(rng.choice(n, min(n, take), replace=False))],
+                            dtype=np.float32)
+        centroids = spherical_kmeans(sample, lists, rounds, seed)
+        quantizer = faiss.IndexFlatIP(dim)
+        quantizer.add(centroids)
+        index = faiss.IndexIVFPQFastScan(quantizer, dim, lists, pq_sub_codes(dim, dims_per_code),
+                                         4, faiss.METRIC_INNER_PRODUCT)
+        index.by_residual = False  # faiss's default: the same recall here, a cheaper scan
+        index.cp.seed = seed
+        index.pq.cp.seed = seed
+        index.train(sample)  # the quantizer holds `lists` centroids: only the PQ is trained
+        del sample
+        for start in range(0, n, _BUILD_BLOCK * 4):
+            index.add(np.ascontiguousarray(vectors[start : start + _BUILD_BLOCK * 4],
+                                           dtype=np.float32))
+        blob = np.asarray(faiss.serialize_index(index), dtype=np.uint8)
+        built = cls.from_blob(blob, n, dim, keep=True)
+        if built is None:  # faiss gave back an index it cannot read: a bug, never expected
+            raise RuntimeError("faiss could not read the IVF-PQ index it wrote")
+        return built
+
+    @classmethod
+    def from_blob(cls, blob: np.ndarray, n: int | None = None, dim: int | None = None, *,
+                  keep: bool = False) -> IVFPQLists | None:
+        """The lists of uint8 ``blob`` (:meth:`serialized`; memory-mapped or not: faiss copies
+        it, and it is held as :attr:`blob` only when ``keep``), or None when it is not an
+        ``IndexIVFPQFastScan`` of ``n`` ``dim``-d chunks (None: any)."""
+        faiss = _faiss()
+
+        try:
+            index = faiss.deserialize_index(np.ascontiguousarray(blob, dtype=np.uint8))
+        except RuntimeError:
+            return None
+        if not isinstance(index, faiss.IndexIVFPQFastScan):
+            return None
+        if (n is not None and index.ntotal != n) or (dim is not None and index.d != dim):
+            return None
+        lists = int(index.nlist)
+        centroids = index.quantizer.reconstruct_n(0, lists).astype(np.float32)
+        assign = np.empty(int(index.ntotal), dtype=np.int32)
+        sizes = np.zeros(lists, dtype=np.int64)
+        seen = 0
+        for lst in range(lists):
+            size = int(index.invlists.list_size(lst))
+            if size:
+                ids = faiss.rev_swig_ptr(index.invlists.get_ids(lst), size)
+                if int(ids.min()) < 0 or int(ids.max()) >= assign.shape[0]:
+                    return None
+                assign[ids] = lst
+            sizes[lst] = size
+            seen += size
+        if seen != assign.shape[0]:
+            return None
+        return cls(index, blob if keep else None, centroids, assign, sizes, int(blob.nbytes))
+
+    @property
+    def lists(self) -> int:
+        """Number of lists."""
+        return int(self.centroids.shape[0])
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held: the index (the size of its serialisation), the list of each position
+        and the centroids."""
+        return int(self.index_bytes + self.assign.nbytes + self.sizes.nbytes
+                   + self.centroids.nbytes)
+
+    def serialized(self) -> np.ndarray:
+        """uint8 (bytes,) the index as ``faiss.serialize_index`` writes it (:attr:`blob`, or
+        written now), what :meth:`DenseIndex.arrays` saves and :meth:`from_blob` reads."""
+        if self.blob is not None:
+            return self.blob
+        return np.asarray(_faiss().serialize_index(self.index), dtype=np.uint8)
+
+    def shortlist(self, query: np.ndarray, size: int, want: int,
+                  positions: np.ndarray | None = None, n: int = 0) -> np.ndarray:
+        """Positions (int64 ascending) of the ``size`` best codes by their approximate dot
+        product with float32 (dim,) ``query``, among int64 ascending ``positions`` (None: all
+        ``n``), in the nearest lists until they hold ``want`` of those candidates (all lists
+        when they never do). A filter is applied inside the scan (``faiss.IDSelectorBitmap``
+        of the positions), so ``size`` candidates come back whenever the lists hold them."""
+        faiss = _faiss()
+
+        if positions is None:
+            counts = self.sizes
+            params = faiss.SearchParametersIVF()
+        else:
+            counts = np.bincount(self.assign[positions], minlength=self.lists)
+            mask = np.zeros(n, dtype=bool)
+            mask[positions] = True
+            bits = np.packbits(mask, bitorder="little")  # faiss: bit i of byte i // 8
+            params = faiss.SearchParametersIVF(sel=faiss.IDSelectorBitmap(n, faiss.swig_ptr(bits)))
+        reach = np.cumsum(counts[np.argsort(-(self.centroids @ query), kind="stable")])
+        params.nprobe = min(self.lists, int(np.searchsorted(reach, want)) + 1)
+        params.max_codes = 0
+        _, found = self.index.search(query[None, :], size, params=params)
+        found = found[0]
+        return np.sort(found[found >= 0]).astype(np.int64)
+
+
 @dataclass
 class DenseIndex:
     """The vectors of one committed store state; built by :meth:`build`.
@@ -317,9 +524,10 @@ class DenseIndex:
     the embedder, so dot product is cosine; ``scales``: float32 (dim,) (:func:`int8_scales`),
     None when the index has fewer than ``exact_below`` chunks (every search exact); ``codes``:
     int8 (n, dim) (:func:`int8_codes`) in position order, or None when there are none or
-    ``ivf`` holds them (in list order): ``ivf`` is the :class:`IVFLists` of an index of at
-    least ``ivf_from`` chunks. ``ivf_scan``: the share of the candidates an inverted-file
-    search scans.
+    ``ivf`` holds them (in list order): an index of at least ``ivf_from`` chunks has either
+    ``ivf``, the :class:`IVFLists` of its int8 codes, or ``pq``, its :class:`IVFPQLists`
+    (which one: ``ivf_method`` of :meth:`build`). ``ivf_scan``: the share of the candidates an
+    inverted-file search scans.
     """
 
     generation: int
@@ -332,6 +540,12 @@ class DenseIndex:
     ivf: IVFLists | None = None
     ivf_from: int = IVF_FROM
     ivf_scan: float = IVF_SCAN
+    pq: IVFPQLists | None = None
+    pq_rescore_factor: int = PQ_RESCORE_FACTOR
+    pq_rescore_min: int = PQ_RESCORE_MIN
+    #: ``ivf_pq`` scores a filter keeping at most this many chunks exactly (their vectors
+    #: gathered): cheaper than a scan that checks the filter code by code
+    pq_filter_exact_below: int = EXACT_BELOW
     #: positions (int64, ascending) a filter lets through, by parsed filter (16 at most)
     allowed: dict[object, np.ndarray] = field(default_factory=dict, repr=False)
 
@@ -339,23 +553,38 @@ class DenseIndex:
     def build(cls, generation: int, rowids: np.ndarray, vectors: np.ndarray, *,
               exact_below: int = EXACT_BELOW, rescore_factor: int = RESCORE_FACTOR,
               rescore_min: int = RESCORE_MIN, ivf_from: int = IVF_FROM,
-              ivf_lists: int | None = None, ivf_scan: float = IVF_SCAN) -> DenseIndex:
+              ivf_lists: int | None = None, ivf_scan: float = IVF_SCAN,
+              ivf_method: str = IVF_METHOD) -> DenseIndex:
         """The index of int64 (n,) ascending ``rowids`` and their float32 (n, dim)
-        ``vectors``: int8 codes when ``n >= exact_below`` (0: always, once n > 0), held in
-        inverted lists (``ivf_lists`` of them, None: :func:`ivf_list_count`) when also
-        ``n >= ivf_from``."""
+        ``vectors``: int8 codes when ``n >= exact_below`` (0: always, once n > 0); when also
+        ``n >= ivf_from``, inverted lists (``ivf_lists`` of them, None: :func:`ivf_list_count`)
+        of ``ivf_method``: ``"ivf_pq"`` (:class:`IVFPQLists`, no int8 codes kept; from
+        :data:`PQ_MIN_CHUNKS` chunks, ``"ivf"`` below) or ``"ivf"`` (:class:`IVFLists`,
+        holding the int8 codes); raises ValueError for another name."""
         vectors = np.asarray(vectors, dtype=np.float32)
         return cls._coded(generation, np.asarray(rowids, dtype=np.int64), vectors, {},
-                          exact_below, rescore_factor, rescore_min, ivf_from, ivf_lists, ivf_scan)
+                          exact_below, rescore_factor, rescore_min, ivf_from, ivf_lists, ivf_scan,
+                          ivf_method)
 
     @classmethod
     def _coded(cls, generation: int, rowids: np.ndarray, vectors: np.ndarray,
                saved: Mapping[str, np.ndarray], exact_below: int, rescore_factor: int,
                rescore_min: int, ivf_from: int, ivf_lists: int | None,
-               ivf_scan: float) -> DenseIndex:
+               ivf_scan: float, ivf_method: str) -> DenseIndex:
         n, dim = vectors.shape
-        scales = codes = ivf = None
-        if n and n >= exact_below:
+        if DenseMethod.from_str(ivf_method) not in (DenseMethod.IVF, DenseMethod.IVF_PQ):
+            raise ValueError(f"ivf_method must be ivf or ivf_pq, not {ivf_method!r}")
+        scales = codes = ivf = pq = None
+        pq_fits = n >= PQ_MIN_CHUNKS and ivf_method == DenseMethod.IVF_PQ.value
+        if n and n >= exact_below and n >= ivf_from and pq_fits:
+            blob = saved.get("pq_index")
+            pq = IVFPQLists.from_blob(blob, n, dim) if blob is not None else None
+            if pq is None:
+                pq = IVFPQLists.build(vectors, ivf_lists or ivf_list_count(n))
+            scales = saved.get("scales")
+            if scales is None or scales.shape != (dim,):
+                scales = int8_scales(vectors)
+        elif n and n >= exact_below:
             scales = saved.get("scales")
             if scales is None or scales.shape != (dim,):
                 scales = int8_scales(vectors)
@@ -369,12 +598,12 @@ class DenseIndex:
                 if codes is None or codes.shape != vectors.shape or codes.dtype != np.int8:
                     codes = int8_codes(vectors, scales)
         return cls(generation, rowids, vectors, scales, codes, rescore_factor, rescore_min,
-                   ivf, ivf_from, ivf_scan)
+                   ivf, ivf_from, ivf_scan, pq)
 
     def arrays(self) -> dict[str, np.ndarray]:
         """The arrays to save (:mod:`citewise.store.derived_files`): row keys, vectors and,
         when the index has them, scales, codes and the inverted lists (``ivf_<field>`` of
-        :class:`IVFLists`)."""
+        :class:`IVFLists`, ``pq_index``: :meth:`IVFPQLists.serialized`)."""
         out = {"rowids": self.rowids, "vectors": self.vectors}
         if self.scales is not None:
             out["scales"] = self.scales
@@ -382,6 +611,8 @@ class DenseIndex:
             out["codes"] = self.codes
         if self.ivf is not None:
             out |= {f"ivf_{name}": getattr(self.ivf, name) for name in IVFLists.FIELDS}
+        if self.pq is not None:
+            out["pq_index"] = self.pq.serialized()
         return out
 
     @classmethod
@@ -389,7 +620,7 @@ class DenseIndex:
                     exact_below: int = EXACT_BELOW, rescore_factor: int = RESCORE_FACTOR,
                     rescore_min: int = RESCORE_MIN, ivf_from: int = IVF_FROM,
                     ivf_lists: int | None = None, ivf_scan: float = IVF_SCAN,
-                    complete: bool = False) -> DenseIndex:
+                    ivf_method: str = IVF_METHOD, complete: bool = False) -> DenseIndex:
         """The index of saved :meth:`arrays` (memory-mapped or not), with what :meth:`build`
         would give for its size and settings: the saved codes and lists when they fit, else
         computed now; raises ValueError when the row keys and vectors do not fit together,
@@ -400,11 +631,12 @@ class DenseIndex:
         if vectors.ndim != 2 or vectors.shape[0] != n or vectors.dtype != np.float32:
             raise ValueError("the saved dense arrays do not fit together")
         if complete and n and n >= exact_below:
-            need = "ivf_codes" if n >= ivf_from else "codes"
+            pq = n >= PQ_MIN_CHUNKS and ivf_method == DenseMethod.IVF_PQ.value
+            need = "codes" if n < ivf_from else "pq_index" if pq else "ivf_codes"
             if need not in arrays or "scales" not in arrays:
                 raise ValueError(f"the saved dense arrays lack {need}")
         return cls._coded(generation, rowids, vectors, arrays, exact_below, rescore_factor,
-                          rescore_min, ivf_from, ivf_lists, ivf_scan)
+                          rescore_min, ivf_from, ivf_lists, ivf_scan, ivf_method)
 
     @property
     def size(self) -> int:
@@ -413,8 +645,10 @@ class DenseIndex:
 
     @property
     def method(self) -> DenseMethod:
-        """The method :meth:`top` uses by default: ``ivf`` when the index has inverted lists,
-        ``int8`` when it has codes, else ``exact``."""
+        """The method :meth:`top` uses by default: ``ivf_pq`` or ``ivf`` when the index has
+        those inverted lists, ``int8`` when it has codes, else ``exact``."""
+        if self.pq is not None:
+            return DenseMethod.IVF_PQ
         if self.ivf is not None:
             return DenseMethod.IVF
         return DenseMethod.EXACT if self.codes is None else DenseMethod.INT8
@@ -424,6 +658,7 @@ class DenseIndex:
         """Bytes of the arrays held (vectors, codes, inverted lists, row keys)."""
         extra = 0 if self.codes is None else self.codes.nbytes
         extra += 0 if self.ivf is None else self.ivf.nbytes
+        extra += 0 if self.pq is None else self.pq.nbytes
         return int(self.vectors.nbytes + self.rowids.nbytes + extra)
 
     def positions_of(self, rowids: np.ndarray) -> np.ndarray:
@@ -440,10 +675,14 @@ class DenseIndex:
         """The best ``k`` chunks by cosine with float32 (dim,) ``query`` among int64
         ascending ``positions`` (None: all), as ``(row keys int64 (m,), exact float32 cosines
         (m,))``, m <= k, by descending cosine, ties by ascending row key. ``method``: None for
-        :attr:`method`; ``int8`` or ``ivf`` on an index without codes is exact, ``ivf`` on
-        one without lists is ``int8``; ``ivf`` scans every code (``int8``) when fewer than
-        ``ivf_from`` chunks are candidates (a filter's). Raises ValueError when the query's
-        dimension is not the index's."""
+        :attr:`method`; ``int8`` or ``ivf`` on an index without int8 codes is exact, ``ivf``
+        on one without its lists is ``int8``, ``ivf_pq`` on one without its lists is ``ivf``;
+        ``ivf`` scans every code (``int8``) when fewer than ``ivf_from`` chunks are candidates
+        (a filter's). ``ivf_pq`` re-scores ``max(pq_rescore_factor * k, pq_rescore_min)``
+        chunks, scanning the nearest lists until they hold ``ivf_scan`` of the candidates
+        (a filter's chunks counted per list, the filter checked inside the scan); a filter
+        keeping at most ``pq_filter_exact_below`` chunks is scored exactly. Raises ValueError
+        when the query's dimension is not the index's."""
         query = np.asarray(query, dtype=np.float32).reshape(-1)
         if query.shape[0] != self.vectors.shape[1]:
             raise ValueError(f"query vector is {query.shape[0]}-d but the index holds "
@@ -453,6 +692,16 @@ class DenseIndex:
         if m == 0 or k <= 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         method = method or self.method
+        if method is DenseMethod.IVF_PQ and self.pq is not None:
+            size = shortlist_size(k, self.pq_rescore_factor, self.pq_rescore_min)
+            if m > max(size, 0 if positions is None else self.pq_filter_exact_below):
+                want = max(math.ceil(self.ivf_scan * m), size)
+                shortlist = self.pq.shortlist(query, size, want, positions, n)
+                at, scores = exact_top(self.vectors, query, k, shortlist)
+                return self.rowids[at], scores
+            method = DenseMethod.EXACT
+        if method is DenseMethod.IVF_PQ:
+            method = DenseMethod.IVF
         size = shortlist_size(k, self.rescore_factor, self.rescore_min)
         coded = self.codes is not None or self.ivf is not None
         if method is DenseMethod.EXACT or not coded or self.scales is None or m <= size:

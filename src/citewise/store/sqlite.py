@@ -41,8 +41,8 @@ generation (:mod:`citewise.store.dense_index`): the float32 matrix of all vector
 exactly with one matrix-vector product (only the filter's rows when a filter keeps under a
 quarter of them) below ``dense_exact_below`` chunks (20,000), and from 20,000 chunks on
 through int8 codes (SimSIMD's int8 dot products) whose best shortlist is re-scored exactly;
-from ``dense_ivf_from`` chunks (200,000) only the codes in the inverted lists nearest the
-query are scanned (k-means lists built per generation).
+from ``dense_ivf_from`` chunks (200,000) 4-bit codes in the inverted lists nearest the query
+are scanned instead (k-means lists built per generation, faiss's fast scan).
 From ``derived_files_from`` chunks (20,000) both derived indexes are saved per generation in
 ``<file>.derived/`` (:mod:`citewise.store.derived_files`) and the next process that reads the
 same state maps them (``numpy`` memmaps) instead of reading every row: a restart opens a
@@ -380,9 +380,9 @@ class SQLiteStore(SQLStore):
         self.dense_exact_below = dense_exact_below
         self.dense_rescore_factor = dense_rescore_factor
         self.dense_rescore_min = dense_rescore_min
-        #: from this many chunks (and at least ``dense_exact_below``) the codes are held in
+        #: from this many chunks (and at least ``dense_exact_below``) 4-bit codes are held in
         #: inverted lists (k-means, built per generation) and a search scans the lists nearest
-        #: the query (:class:`~citewise.store.dense_index.IVFLists`)
+        #: the query (:class:`~citewise.store.dense_index.IVFPQLists`)
         self.dense_ivf_from = dense_ivf_from
         #: the share of the candidates' codes an inverted-file search scans (recall against
         #: speed: see :data:`~citewise.store.dense_index.IVF_SCAN`)
@@ -962,8 +962,9 @@ class SQLiteStore(SQLStore):
         ``dense_exact_below`` chunks; at or above it, int8 codes pick a shortlist of
         ``max(dense_rescore_factor * k, dense_rescore_min)`` chunks whose exact cosines give
         the top ``k`` (recall@10 >= 0.99 against exact on real embeddings, see
-        docs/benchmarks.md); from ``dense_ivf_from`` chunks those codes are scanned only in
-        the inverted lists nearest the query (a filter's candidates counted per list).
+        docs/benchmarks.md); from ``dense_ivf_from`` chunks 4-bit codes are scanned instead,
+        only in the inverted lists nearest the query (a filter's candidates counted per list),
+        and the best ``max(40 * k, 1000)`` re-scored exactly.
         Raises ValueError for a query of the wrong dimension or an
         unknown filter key."""
         wanted = ChunkFilter.parse(filters)
