@@ -28,10 +28,14 @@ hit's chunk id, source, score, dense, sparse, fused and relevance, floats compar
 (its derived folder copied with it): this tree's process migrates the file it opens, and a
 migration that only adds an index (m005) would otherwise speed the baseline's reads too.
 
+``--bm25``: each process also times ``SQLiteStore.sparse_search`` (BM25 top 50 through the
+store: the leg ``Retriever.search`` runs, with the hits' ids) right after each search, and
+the two trees' top 50 are compared (ids, order, scores as exact reprs).
+
 Usage::
 
     python benchmarks/hybrid.py --chunks 100000 --queries 200 --baseline-src ../base/src \
-        [--baseline-db copy/bm25-100000.sqlite3]
+        [--baseline-db copy/bm25-100000.sqlite3] [--bm25]
 
 Prints Markdown tables and the load average (``os.getloadavg``); docs/benchmarks.md records
 them.
@@ -78,7 +82,7 @@ def queries_of(n: int) -> list[str]:
     return [q for _, q in sorted(scifact.queries.items())][:n]
 
 
-def worker(db: Path, n_queries: int, home: Path) -> None:
+def worker(db: Path, n_queries: int, home: Path, bm25: bool = False) -> None:
     """Answer query numbers read from stdin, one JSON line each: ms and a result digest."""
     from citewise.config import Settings
     from citewise.embed import load_embedder
@@ -89,6 +93,7 @@ def worker(db: Path, n_queries: int, home: Path) -> None:
         question_clause,
     )
     from citewise.store.sqlite import SQLiteStore
+    from citewise.text.analysis import tokenize
 
     queries = queries_of(n_queries)
     store = SQLiteStore(db, bm25_build="wait")
@@ -103,6 +108,7 @@ def worker(db: Path, n_queries: int, home: Path) -> None:
         embedder.embed_query(question_clause(cleaned))
     for q in queries[:5]:  # loads (maps) the indexes; the other queries' pages stay cold
         retriever.search(q)
+    terms = [tokenize(q) for q in queries]
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
         i = int(line)
@@ -111,8 +117,14 @@ def worker(db: Path, n_queries: int, home: Path) -> None:
         ms = (time.perf_counter() - t0) * 1000 - result.timings_ms.get("embed_ms", 0.0)
         digest = [(h.chunk_id, h.source, repr(h.score), repr(h.dense), repr(h.sparse),
                    repr(h.fused), repr(h.relevance)) for h in result.hits]
-        print(json.dumps({"ms": ms, "stages": {s: result.timings_ms.get(s, 0.0) for s in STAGES},
-                          "hits": digest}), flush=True)
+        out = {"ms": ms, "stages": {s: result.timings_ms.get(s, 0.0) for s in STAGES},
+               "hits": digest}
+        if bm25:  # the BM25 leg alone through the store, top 50
+            t0 = time.perf_counter()
+            found = store.sparse_search(terms[i], 50)
+            out["bm25_ms"] = (time.perf_counter() - t0) * 1000
+            out["bm25"] = [(h.chunk_id, repr(h.score)) for h in found]
+        print(json.dumps(out), flush=True)
 
 
 def main() -> None:
@@ -124,10 +136,12 @@ def main() -> None:
     ap.add_argument("--baseline-db", type=Path,
                     help="the baseline's own copy of the index file (default: the same file)")
     ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "citewise-bench")
+    ap.add_argument("--bm25", action="store_true",
+                    help="also time SQLiteStore.sparse_search (BM25 top 50) alone, per query")
     ap.add_argument("--worker", type=Path, help=argparse.SUPPRESS)  # the index file
     args = ap.parse_args()
     if args.worker is not None:
-        worker(args.worker, args.queries, args.work / "home")
+        worker(args.worker, args.queries, args.work / "home", args.bm25)
         return
     note("start")
     n = args.chunks
@@ -162,7 +176,8 @@ def main() -> None:
         procs[name] = subprocess.Popen(
             [sys.executable, str(Path(__file__).resolve()), "--worker",
              str(args.baseline_db if name == "baseline" and args.baseline_db else path),
-             "--queries", str(args.queries), "--work", str(args.work)],
+             "--queries", str(args.queries), "--work", str(args.work),
+             *(["--bm25"] if args.bm25 else [])],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
     for name, proc in procs.items():
         assert proc.stdout is not None
@@ -213,6 +228,19 @@ def main() -> None:
             values = [r["stages"][stage] for r in got[name]]
             cells.append(f"{pct(values, 50):.2f} / {pct(values, 95):.2f}")
         print(f"| {stage} | " + " | ".join(cells) + " |")
+    if args.bm25:
+        bm25_base = pct([r["bm25_ms"] for r in got[base]], 50)
+        print("\n| BM25 top 50 through the store | p50 ms | p95 ms | p50 / " + base + " p50 |")
+        print("|---|---|---|---|")
+        for name in names:
+            values = [r["bm25_ms"] for r in got[name]]
+            print(f"| {name} | {pct(values, 50):.2f} | {pct(values, 95):.2f} | "
+                  f"{pct(values, 50) / bm25_base:.3f} |")
+        if len(names) == 2:
+            same_bm25 = sum(a["bm25"] == b["bm25"] for a, b in zip(
+                got[names[0]], got[names[1]], strict=True))
+            print(f"\nidentical BM25 top 50 (ids, order, scores): {same_bm25} of "
+                  f"{args.queries} queries")
     if len(names) == 2:
         same = sum(a["hits"] == b["hits"] for a, b in zip(got[names[0]], got[names[1]],
                                                            strict=True))

@@ -38,7 +38,8 @@ def fill(store: SQLiteStore, texts: list[str], first: int = 0) -> list[str]:
         # ordinals in reverse of insertion: the incidence must follow ordinal, not rowid
         chunks = [Chunk(id=f"c{first + d + i}", document_id=doc.id, ordinal=len(part) - i,
                         text=t, source_text=t, char_start=0, char_end=len(t),
-                        content_hash=f"h{first + d + i}") for i, t in enumerate(part)]
+                        content_hash=f"h{first + d + i}", language=("en", "", "ru")[i % 3])
+                  for i, t in enumerate(part)]
         vecs = rng.normal(size=(len(part), DIM)).astype(np.float32)
         vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
         store.upsert_document(doc, chunks, vecs, [analyze(t) for t in part])
@@ -88,12 +89,19 @@ def test_incidence_from_the_indexes_equals_the_sql_rows(tmp_path, scifact, optio
             same(fast.chunk_incidence(ids, terms, vectors=True),
                  sql.chunk_incidence(ids, terms, vectors=True))
             same(fast.chunk_incidence(ids, terms), sql.chunk_incidence(ids, terms))
+            # the chunks without texts (from the BM25 index's keys) and the hits' ids
+            assert fast.get_chunks(ids, texts=False) == sql.get_chunks(ids, texts=False)
+            vector = np.ones(DIM, np.float32) / 4
+            assert ([(h.chunk_id, h.score) for h in fast.dense_search(vector, 20)]
+                    == [(h.chunk_id, h.score) for h in sql.dense_search(vector, 20)])
 
     fast.sparse_search(tokenize("cell"), 5)
     assert fast.bm25_index_ready()  # answered from the indexes below
     compare(doc_ids)
     held = fast.document_incidence(doc_ids[0], tokenize("cells"))
     assert held.present.any() and not held.present.all()  # the comparison says something
+    index = fast._bm25_kept.index
+    assert index is not None and index.keys is not None  # the keys answered get_chunks
 
     write_in_subprocess(f"SQLiteStore({str(path)!r})", f"""
         from tests.store.test_incidence import fill
