@@ -44,6 +44,8 @@ BUILD_BLOCK = 65_536
 #: score arrays (float64, one per chunk) an index keeps for reuse by the searches that run at
 #: the same time (8 MB each at 1M chunks); more searches at once allocate their own
 SCRATCH_ARRAYS = 2
+#: chunk ids an index remembers the positions of (:meth:`BM25Index.chunk_ids_at`)
+KNOWN_IDS = 100_000
 
 
 @dataclass(frozen=True)
@@ -197,6 +199,8 @@ class BM25Index:
                                             compare=False)
     _scratch: list[np.ndarray] = field(default_factory=list, init=False, repr=False,
                                        compare=False)
+    # chunk id -> position of the chunks searches returned (see :meth:`chunk_ids_at`)
+    _known: dict[str, int] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self._plain = tuple(np.asarray(a) for a in (
@@ -445,6 +449,23 @@ class BM25Index:
         return cls(generation=generation, rowids=rowids, lengths=lengths,
                    vocabulary=vocabulary, indptr=indptr, positions=positions, counts=counts,
                    avgdl=float(lengths.sum()) / n if n else 0.0, keys=keys)
+
+    def chunk_ids_at(self, positions: np.ndarray) -> list[str]:
+        """The ids of the chunks at ``positions`` (from :attr:`keys`, which must be set),
+        remembered with their positions for :meth:`known_positions` (at most
+        :data:`KNOWN_IDS` at a time: the hits of recent searches)."""
+        assert self.keys is not None
+        ids = self.keys.ids.take(positions)
+        if len(self._known) + len(ids) > KNOWN_IDS:
+            self._known.clear()
+        self._known.update(zip(ids, np.asarray(positions).tolist(), strict=True))
+        return ids
+
+    def known_positions(self, chunk_ids: Sequence[str]) -> dict[str, int]:
+        """Position of each of ``chunk_ids`` this index returned from :meth:`chunk_ids_at`
+        (recently); the others are left out (the caller looks them up)."""
+        found = {c: self._known.get(c, -1) for c in chunk_ids}  # get: another thread may clear
+        return {c: at for c, at in found.items() if at >= 0}
 
     @property
     def size(self) -> int:

@@ -124,6 +124,8 @@ CATCH_UP_MAX = 0.25
 LOG_GENERATIONS = 4096
 #: ... and, past this many rows, at most a quarter of the chunk count
 LOG_ROWS_MIN = 10_000
+#: documents kept read for one BM25 index's state (:meth:`SQLiteStore.get_chunks`)
+KNOWN_DOCUMENTS = 50_000
 
 # the BM25 names stay importable from here, where they were defined before citewise.store.bm25
 __all__ = ["BM25_B", "BM25_K1", "MIGRATIONS", "SQLiteStore", "bm25_scores"]
@@ -413,6 +415,8 @@ class SQLiteStore(SQLStore):
         self._matrix: DenseIndex | None = None
         self._stats: tuple[int, int, float] | None = None  # generation, N, avgdl
         self._last_stamp: Stamp | None = None
+        # documents read for get_chunks(texts=False), for one BM25 index (its state)
+        self._documents: tuple[BM25Index | None, dict[str, Document]] = (None, {})
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._migrate()
@@ -672,18 +676,27 @@ class SQLiteStore(SQLStore):
         with self.snapshot():
             index = self._bm25_kept.current(self.generation()) if self.bm25_index else None
             if index is not None:
-                found = self._indexed_incidence(index, self._rowids_of(chunk_ids), terms,
-                                                vectors)
+                found = self._indexed_incidence(index, self._rowids_of(index, chunk_ids),
+                                                terms, vectors)
                 if found is not None:
                     return found
             return super().chunk_incidence(chunk_ids, terms, vectors=vectors)
 
-    def _rowids_of(self, chunk_ids: Sequence[str]) -> list[tuple[int, str]]:
+    def _rowids_of(self, index: BM25Index, chunk_ids: Sequence[str]) -> list[tuple[int, str]]:
         """``(row key, chunk id)`` of the stored ones of ``chunk_ids``, in their order (first
-        occurrences), from the ids' own index (no chunk row read)."""
-        keys: dict[str, int] = {row[0]: row[1] for row in self._rows_in(
-            "SELECT id, rowid FROM chunks WHERE id IN ({marks})", chunk_ids)}
-        return [(keys[c], c) for c in dict.fromkeys(chunk_ids) if c in keys]
+        occurrences): those ``index`` (that of the state read) returned recently from its
+        keys (:meth:`BM25Index.known_positions`), the others from the ids' own SQL index (no
+        chunk row read)."""
+        wanted = list(dict.fromkeys(chunk_ids))
+        known = index.known_positions(wanted)
+        rowids = np.asarray(index.rowids)
+        keys: dict[str, int] = dict(zip(known, rowids[list(known.values())].tolist(),
+                                        strict=True))
+        missing = [c for c in wanted if c not in known]
+        if missing:
+            keys.update((row[0], row[1]) for row in self._rows_in(
+                "SELECT id, rowid FROM chunks WHERE id IN ({marks})", missing))
+        return [(keys[c], c) for c in wanted if c in keys]
 
     def _indexed_incidence(self, index: BM25Index, rows: Sequence[tuple[int, str]],
                            terms: Sequence[str], vectors: bool) -> TermIncidence | None:
@@ -734,14 +747,27 @@ class SQLiteStore(SQLStore):
                          ) -> dict[str, tuple[Chunk, Document]] | None:
         """:meth:`get_chunks` without texts from ``index`` (that of the state read) and its
         ``keys``; None when a row key is not in the index (never expected)."""
-        rows = self._rowids_of(chunk_ids)
+        rows = self._rowids_of(index, chunk_ids)
         at = _positions(index.rowids, np.fromiter((r[0] for r in rows), dtype=np.int64,
                                                   count=len(rows)))
         if at is None:
             return None
         document_ids = keys.documents.take(at)
-        documents = {row[0]: document_from_row(row) for row in self._rows_in(
-            f"SELECT {DOC_COLS} FROM documents d WHERE d.id IN ({{marks}})", document_ids)}
+        # the documents read for this index: every write of a document row bumps the
+        # generation, so within the index's state they are the stored ones
+        cached = self._documents
+        if cached[0] is not index:
+            cached = self._documents = (index, {})
+        if len(cached[1]) > KNOWN_DOCUMENTS:
+            cached[1].clear()
+        wanted = {d: cached[1].get(d) for d in document_ids}  # get: another thread may clear
+        documents = {d: doc for d, doc in wanted.items() if doc is not None}
+        missing = [d for d, doc in wanted.items() if doc is None]
+        if missing:
+            read = {row[0]: document_from_row(row) for row in self._rows_in(
+                f"SELECT {DOC_COLS} FROM documents d WHERE d.id IN ({{marks}})", missing)}
+            documents.update(read)
+            cached[1].update(read)
         out: dict[str, tuple[Chunk, Document]] = {}
         for (_, chunk_id), document_id, ordinal, language in zip(
                 rows, document_ids, np.asarray(keys.ordinals)[at].tolist(),
@@ -970,7 +996,7 @@ class SQLiteStore(SQLStore):
         if index is not None and index.keys is not None:
             at = _positions(index.rowids, np.asarray(rowids, dtype=np.int64))
             if at is not None:  # always, in the state the index reflects
-                return _hits(index.keys.ids.take(at), scores, leg)
+                return _hits(index.chunk_ids_at(at), scores, leg)
         marks = ",".join("?" * len(rowids))
         ids = dict(
             self.db.execute(
@@ -1233,7 +1259,7 @@ class SQLiteStore(SQLStore):
                     mask = index.cached_mask(wanted, self._filter_rowids(filters))
             at, scores = index.top_positions(query_tf, k, mask)
             if index.keys is not None:  # the ids of the state read, no SQL
-                return _hits(index.keys.ids.take(at), scores, "sparse")
+                return _hits(index.chunk_ids_at(at), scores, "sparse")
             return self._hits_for_rowids(np.asarray(index.rowids)[at], scores, "sparse")
 
     def _fts_sparse_search(
