@@ -8,10 +8,11 @@ float64 score array per query, not FTS5's candidate search and the SQL round tri
 re-scoring that grew with every chunk holding any query term.
 
 Scores are the Lucene BM25 of :mod:`citewise.store.bm25`, bit for bit what the SQLite store's
-FTS5 path computes: the term weights are evaluated per query with the same
-:func:`~citewise.store.bm25.bm25_scores` call on the same float64 inputs (``N`` chunks,
-``avgdl`` the sum of ``n_terms`` over ``N``, ``df`` the term's posting count) and summed term
-by term in the query's order. Unlike that path, every chunk holding a query term is scored,
+FTS5 path computes: the term weights are evaluated per query with
+:func:`~citewise.store.bm25.bm25_scores`'s float64 operations in its order on the same inputs
+(``N`` chunks, ``avgdl`` the sum of ``n_terms`` over ``N``, ``df`` the term's posting count;
+each chunk's length part ``k1 * (1 - b + b * dl / avgdl)`` computed once per index,
+:meth:`BM25Index.length_norms`) and summed term by term in the query's order. Unlike that path, every chunk holding a query term is scored,
 so the top ``k`` is exact (FTS5 kept only its best ``max(5k, 300)`` candidates). Keeping
 counts rather than precomputed weights means the IDFs may move with ``N`` without a rebuild.
 
@@ -22,6 +23,10 @@ stored read back and added) or, when the log cannot be trusted, rebuilds it (see
 :meth:`citewise.store.sqlite.SQLiteStore.sparse_search`). Its arrays can be saved
 (:meth:`BM25Index.arrays`) and opened memory-mapped by the next process that reads the same
 state (:meth:`BM25Index.from_arrays`, :mod:`citewise.store.derived_files`).
+
+What a search returns of each chunk besides its score, its id, document, ordinal and
+language (:class:`ChunkKeys`), is kept by position beside the postings, for the same state:
+the store answers the hits and the candidates' chunks without reading their rows.
 """
 
 from __future__ import annotations

@@ -13,7 +13,11 @@ Design
   data, never written: the file stays the only source of truth. The first search that reads
   a newer generation (after a write by any process) catches the index up from the older one
   and ``chunk_log`` (below) instead of rebuilding it from every row, and rebuilds it when the
-  log cannot be trusted for that step (:meth:`SQLiteStore._caught_up_bm25`).
+  log cannot be trusted for that step (:meth:`SQLiteStore._caught_up_bm25`). Beside its
+  postings it keeps each chunk's id, document id, ordinal and language for the same state
+  (:class:`~citewise.store.bm25_index.ChunkKeys`): the hits of both legs and the candidates'
+  chunks without their texts are answered from them (no chunk row read), and from SQL
+  whenever the index is not that of the state read.
 * ``chunk_log`` (migration ``m005_chunk_log``): one row ``(generation, chunk, op)`` per chunk
   row inserted (op 1) or deleted (-1), written by triggers on ``chunks`` inside the write's
   own transaction under the generation that write commits, so a crash leaves the log and
