@@ -613,7 +613,10 @@ class BM25Index:
             hit = hit[hit_scores >= kth]  # every chunk tied with the k-th stays a candidate
         found = scores[hit]
         order = np.lexsort((hit, -found))[:k]
-        scores[scored] = 0.0
+        if scored.shape[0] > scores.shape[0] // 8:
+            scores.fill(0.0)  # one sequential pass costs less than so many scattered writes
+        else:
+            scores[scored] = 0.0
         if len(self._scratch) < SCRATCH_ARRAYS:
             self._scratch.append(scores)
         return hit[order], found[order]
