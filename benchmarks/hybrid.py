@@ -28,10 +28,14 @@ hit's chunk id, source, score, dense, sparse, fused and relevance, floats compar
 (its derived folder copied with it): this tree's process migrates the file it opens, and a
 migration that only adds an index (m005) would otherwise speed the baseline's reads too.
 
+``--bm25``: each process also times ``SQLiteStore.sparse_search`` (BM25 top 50 through the
+store: the leg ``Retriever.search`` runs, with the hits' ids) right after each search, and
+the two trees' top 50 are compared (ids, order, scores as exact reprs).
+
 Usage::
 
     python benchmarks/hybrid.py --chunks 100000 --queries 200 --baseline-src ../base/src \
-        [--baseline-db copy/bm25-100000.sqlite3]
+        [--baseline-db copy/bm25-100000.sqlite3] [--bm25]
     python benchmarks/hybrid.py --chunks 100000 --postgres postgresql://... --baseline-src ...
 
 ``--postgres URL``: the PostgreSQL store instead (both trees on the same database, BM25 from
@@ -95,7 +99,7 @@ def open_store(db: str):  # type: ignore[no-untyped-def]
     return SQLiteStore(Path(db), bm25_build="wait")
 
 
-def worker(db: str, n_queries: int, home: Path) -> None:
+def worker(db: str, n_queries: int, home: Path, bm25: bool = False) -> None:
     """Answer query numbers read from stdin, one JSON line each: ms and a result digest."""
     from citewise.config import Settings
     from citewise.embed import load_embedder
@@ -105,6 +109,7 @@ def worker(db: str, n_queries: int, home: Path) -> None:
         clean_query,
         question_clause,
     )
+    from citewise.text.analysis import tokenize
 
     queries = queries_of(n_queries)
     store = open_store(db)
@@ -119,6 +124,7 @@ def worker(db: str, n_queries: int, home: Path) -> None:
         embedder.embed_query(question_clause(cleaned))
     for q in queries[:5]:  # loads (maps) the indexes; the other queries' pages stay cold
         retriever.search(q)
+    terms = [tokenize(q) for q in queries]
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
         i = int(line)
@@ -127,8 +133,14 @@ def worker(db: str, n_queries: int, home: Path) -> None:
         ms = (time.perf_counter() - t0) * 1000 - result.timings_ms.get("embed_ms", 0.0)
         digest = [(h.chunk_id, h.source, repr(h.score), repr(h.dense), repr(h.sparse),
                    repr(h.fused), repr(h.relevance)) for h in result.hits]
-        print(json.dumps({"ms": ms, "stages": {s: result.timings_ms.get(s, 0.0) for s in STAGES},
-                          "hits": digest}), flush=True)
+        out = {"ms": ms, "stages": {s: result.timings_ms.get(s, 0.0) for s in STAGES},
+               "hits": digest}
+        if bm25:  # the BM25 leg alone through the store, top 50
+            t0 = time.perf_counter()
+            found = store.sparse_search(terms[i], 50)
+            out["bm25_ms"] = (time.perf_counter() - t0) * 1000
+            out["bm25"] = [(h.chunk_id, repr(h.score)) for h in found]
+        print(json.dumps(out), flush=True)
 
 
 def load_postgres(url: str, n: int, work: Path) -> None:
@@ -165,10 +177,12 @@ def main() -> None:
     ap.add_argument("--postgres", metavar="URL",
                     help="measure the PostgreSQL store at URL instead (loaded with the corpus "
                          "when empty; both trees open it, so --baseline-db does not apply)")
+    ap.add_argument("--bm25", action="store_true",
+                    help="also time the store's sparse_search (BM25 top 50) alone, per query")
     ap.add_argument("--worker", help=argparse.SUPPRESS)  # the index file or URL
     args = ap.parse_args()
     if args.worker is not None:
-        worker(args.worker, args.queries, args.work / "home")
+        worker(args.worker, args.queries, args.work / "home", args.bm25)
         return
     note("start")
     n = args.chunks
@@ -207,7 +221,8 @@ def main() -> None:
             [sys.executable, str(Path(__file__).resolve()), "--worker",
              args.postgres or str(args.baseline_db if name == "baseline" and args.baseline_db
                                   else path),
-             "--queries", str(args.queries), "--work", str(args.work)],
+             "--queries", str(args.queries), "--work", str(args.work),
+             *(["--bm25"] if args.bm25 else [])],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
     for name, proc in procs.items():
         assert proc.stdout is not None
@@ -259,6 +274,19 @@ def main() -> None:
             values = [r["stages"][stage] for r in got[name]]
             cells.append(f"{pct(values, 50):.2f} / {pct(values, 95):.2f}")
         print(f"| {stage} | " + " | ".join(cells) + " |")
+    if args.bm25:
+        bm25_base = pct([r["bm25_ms"] for r in got[base]], 50)
+        print("\n| BM25 top 50 through the store | p50 ms | p95 ms | p50 / " + base + " p50 |")
+        print("|---|---|---|---|")
+        for name in names:
+            values = [r["bm25_ms"] for r in got[name]]
+            print(f"| {name} | {pct(values, 50):.2f} | {pct(values, 95):.2f} | "
+                  f"{pct(values, 50) / bm25_base:.3f} |")
+        if len(names) == 2:
+            same_bm25 = sum(a["bm25"] == b["bm25"] for a, b in zip(
+                got[names[0]], got[names[1]], strict=True))
+            print(f"\nidentical BM25 top 50 (ids, order, scores): {same_bm25} of "
+                  f"{args.queries} queries")
     if len(names) == 2:
         same = sum(a["hits"] == b["hits"] for a, b in zip(got[names[0]], got[names[1]],
                                                            strict=True))

@@ -320,3 +320,47 @@ def test_a_build_in_blocks_gives_the_same_arrays_as_one_block():
                 assert a.dtype == b.dtype and np.array_equal(a, b), (block, name)
             assert part.vocabulary == whole.vocabulary and part.avgdl == whole.avgdl
     assert whole.counts.dtype == np.uint16 and BM25Index.build(1, rows).counts.dtype == np.uint32
+
+
+def test_top_reusing_its_score_arrays_equals_a_fresh_ranking():
+    """``top`` sums into score arrays it keeps between queries (set back to 0 after each):
+    query after query, broad (most chunks scored: the array is cleared in one pass) and
+    narrow (only the scored chunks cleared), with and without a mask, from threads at once,
+    every answer equals the ranking of a fresh :meth:`BM25Index.scores` array (scores
+    descending, ties by ascending row key, zeros left out)."""
+    import threading
+
+    rng = np.random.default_rng(11)
+    words = [f"w{i}" for i in range(200)]
+    rows = [(3 * i + 2, " ".join(rng.choice(words, size=int(rng.integers(1, 30)))), 0)
+            for i in range(2_000)]
+    index = BM25Index.build(5, [(r, t, len(t.split())) for r, t, _ in rows])
+    mask = rng.random(index.size) < 0.3
+    queries = [{"w0": 1, "w1": 2, "w2": 1}, {"w150": 1}, {"w7": 1, "zz": 3},
+               dict.fromkeys(words[:60], 1), {"w199": 2, "w3": 1}, {"zz": 1}]
+
+    def fresh(query, k, keep):  # type: ignore[no-untyped-def]
+        scores = index.scores(query)
+        hit = np.flatnonzero((scores > 0) & (keep if keep is not None else True))
+        order = sorted(hit.tolist(), key=lambda i: (-scores[i], i))[:k]
+        return index.rowids[order].tolist(), scores[order].tolist()
+
+    want = {(i, k, m): fresh(q, k, mask if m else None)
+            for i, q in enumerate(queries) for k in (1, 10, 500) for m in (False, True)}
+    assert any(len(w[0]) == 500 for w in want.values())  # a broad query fills its top 500
+    wrong: list[object] = []
+
+    def check() -> None:
+        for _ in range(3):
+            for (i, k, m), (ids, scores) in want.items():
+                got = index.top(queries[i], k, mask if m else None)
+                if (got[0].tolist(), got[1].tolist()) != (ids, scores):
+                    wrong.append((i, k, m))
+
+    threads = [threading.Thread(target=check) for _ in range(3)]
+    for t in threads:
+        t.start()
+    check()
+    for t in threads:
+        t.join()
+    assert wrong == []

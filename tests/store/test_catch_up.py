@@ -403,6 +403,43 @@ def test_caught_up_postings_equal_a_builds_term_by_term(seed):
         base.caught_up(10, np.zeros(0, dtype=np.int64), [(999, "a", 1), (998, "b", 1)])
 
 
+def _keyed(rows: list[tuple[int, str, int]]) -> list[tuple[int, str, int, str, str, int, str]]:
+    """``rows`` with chunk keys (id, document id, ordinal, language) derived from the row
+    key, some of them not ASCII and one empty."""
+    return [(r, t, n, f"c{r}-é" if r % 5 else f"c{r}", f"doc{r % 7}", (r * 37) % 11,
+             ("", "en", "ru")[r % 3]) for r, t, n in rows]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_caught_up_chunk_keys_equal_a_builds(seed):
+    """The chunk keys (id, document, ordinal, language per position) of a caught-up index
+    equal those a build of the later rows makes, with deletes, appended and reused row keys;
+    and those the arrays are saved as and opened from."""
+    rng = np.random.default_rng(seed)
+    base_rows = _keyed(_rows(rng, sorted(rng.choice(400, size=150, replace=False).tolist()), 60))
+    base = BM25Index.build(3, base_rows, ids=True)
+    removed = rng.choice([r[0] for r in base_rows], size=20, replace=False)
+    held = {r[0] for r in base_rows} - set(removed.tolist())
+    free = sorted(set(range(500)) - held)
+    added = _keyed(_rows(rng, sorted(rng.choice(free, size=40, replace=False).tolist()), 80))
+    final = sorted([r for r in base_rows if r[0] in held] + added)
+    want = BM25Index.build(9, final, ids=True)
+    got = base.caught_up(9, removed, added)
+    assert got.keys is not None and want.keys is not None
+    everything = np.arange(want.size)
+    for index in (got, want, BM25Index.from_arrays(9, got.arrays(), require_ids=True)):
+        assert index.keys is not None
+        assert index.keys.ids.take(everything) == [r[3] for r in final]
+        assert index.keys.documents.take(everything) == [r[4] for r in final]
+        assert np.asarray(index.keys.ordinals).tolist() == [r[5] for r in final]
+        assert index.keys.languages.take(everything) == [r[6] for r in final]
+    assert base.keys is not None and base.keys.ids.take([0]) == [base_rows[0][3]]  # untouched
+    unkeyed = BM25Index.build(3, [r[:3] for r in base_rows])
+    assert unkeyed.keys is None
+    with pytest.raises(ValueError, match="chunk keys"):
+        BM25Index.from_arrays(3, unkeyed.arrays(), require_ids=True)
+
+
 def test_the_background_load_catches_up(tmp_path, scifact):
     """With ``bm25_build="background"`` the first search after a write answers from FTS5
     while a thread catches the index up; the caught-up index then answers exactly."""

@@ -38,7 +38,8 @@ def fill(store: SQLiteStore, texts: list[str], first: int = 0) -> list[str]:
         # ordinals in reverse of insertion: the incidence must follow ordinal, not rowid
         chunks = [Chunk(id=f"c{first + d + i}", document_id=doc.id, ordinal=len(part) - i,
                         text=t, source_text=t, char_start=0, char_end=len(t),
-                        content_hash=f"h{first + d + i}") for i, t in enumerate(part)]
+                        content_hash=f"h{first + d + i}", language=("en", "", "ru")[i % 3])
+                  for i, t in enumerate(part)]
         vecs = rng.normal(size=(len(part), DIM)).astype(np.float32)
         vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
         store.upsert_document(doc, chunks, vecs, [analyze(t) for t in part])
@@ -88,12 +89,19 @@ def test_incidence_from_the_indexes_equals_the_sql_rows(tmp_path, scifact, optio
             same(fast.chunk_incidence(ids, terms, vectors=True),
                  sql.chunk_incidence(ids, terms, vectors=True))
             same(fast.chunk_incidence(ids, terms), sql.chunk_incidence(ids, terms))
+            # the chunks without texts (from the BM25 index's keys) and the hits' ids
+            assert fast.get_chunks(ids, texts=False) == sql.get_chunks(ids, texts=False)
+            vector = np.ones(DIM, np.float32) / 4
+            assert ([(h.chunk_id, h.score) for h in fast.dense_search(vector, 20)]
+                    == [(h.chunk_id, h.score) for h in sql.dense_search(vector, 20)])
 
     fast.sparse_search(tokenize("cell"), 5)
     assert fast.bm25_index_ready()  # answered from the indexes below
     compare(doc_ids)
     held = fast.document_incidence(doc_ids[0], tokenize("cells"))
     assert held.present.any() and not held.present.all()  # the comparison says something
+    index = fast._bm25_kept.index
+    assert index is not None and index.keys is not None  # the keys answered get_chunks
 
     write_in_subprocess(f"SQLiteStore({str(path)!r})", f"""
         from tests.store.test_incidence import fill
@@ -125,3 +133,42 @@ def test_incidence_of_an_index_position_list():
     want = [[t in set(texts[p].split()) for t in terms] for p in positions]
     assert index.incidence(positions, terms).tolist() == want
     assert index.incidence(np.zeros(0, dtype=np.int64), terms).shape == (0, len(terms))
+
+
+def test_chunks_without_texts_follow_a_replaced_document(tmp_path, scifact):
+    """get_chunks(texts=False) from the BM25 index's keys and the documents it read for that
+    index: after another store object (another process) replaces a document under the same
+    chunk ids (new title, languages and ordinals) and deletes another, the chunks and
+    documents are the new state's, equal to the SQL rows', never those read before."""
+    path = tmp_path / "index.sqlite3"
+    fast = SQLiteStore(path, bm25_build="wait")
+    sql = SQLiteStore(path, bm25_index=False)
+    texts = [f"{d.title} {d.text}" for _, d in sorted(scifact.corpus.items())[:48]]
+    doc_ids = fill(fast, texts)
+    ids = [f"c{i}" for i in range(0, 48, 5)] + ["no-such-chunk"]
+    fast.sparse_search(tokenize("cell"), 5)
+    assert fast.bm25_index_ready()
+    before = fast.get_chunks(ids, texts=False)
+    assert before == sql.get_chunks(ids, texts=False)
+    assert before["c0"][1].title == "doc0"
+
+    other = SQLiteStore(path)
+    doc = Document(id=doc_ids[0], path="s/doc0.txt", source_path="/s/doc0", title="renamed",
+                   format="text", content_hash="new")
+    part = texts[:PER_DOC]
+    chunks = [Chunk(id=f"c{i}", document_id=doc.id, ordinal=i, text=t, source_text=t,
+                    char_start=0, char_end=len(t), content_hash=f"new{i}", language="kk")
+              for i, t in enumerate(part)]
+    vecs = np.full((len(part), DIM), 1 / np.sqrt(DIM), dtype=np.float32)
+    other.upsert_document(doc, chunks, vecs, [analyze(t) for t in part])
+    other.delete_document(doc_ids[1])
+    other.close()
+
+    fast.sparse_search(tokenize("cell"), 5)
+    assert fast.bm25_index_ready()  # the keys of the new state answer
+    after = fast.get_chunks(ids, texts=False)
+    assert after == sql.get_chunks(ids, texts=False)
+    assert after["c0"][1].title == "renamed" and after["c0"][0].language == "kk"
+    assert after["c5"][0].ordinal == 5 and "c15" not in after  # doc1 (c12-c23) deleted
+    fast.close()
+    sql.close()

@@ -601,8 +601,10 @@ class Retriever:
         # 0.5 * sum / total + 0.5 * cosine, in that order (the float64 sums of the per-chunk
         # loop this replaced, bit for bit)
         local = (0.5 * weighted_presence(features, idf) / total
-                 + 0.5 * np.asarray(cos_norm, dtype=np.float64)).tolist()
-        ranked = sorted(range(n_local), key=lambda i: -local[i])[:n]
+                 + 0.5 * np.asarray(cos_norm, dtype=np.float64))
+        # descending, ties in the incidence's order: what sorted(key=-local[i]) gives (both
+        # sorts are stable)
+        ranked = np.argsort(-local, kind="stable")[:n].tolist()
         known = {h.chunk_id: h for h in doc_hits}
         chosen_ids = [features.chunk_ids[i] for i in ranked]
         missing = [cid for cid in chosen_ids if cid not in known]

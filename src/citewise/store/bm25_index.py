@@ -8,10 +8,11 @@ float64 score array per query, not FTS5's candidate search and the SQL round tri
 re-scoring that grew with every chunk holding any query term.
 
 Scores are the Lucene BM25 of :mod:`citewise.store.bm25`, bit for bit what the SQLite store's
-FTS5 path computes: the term weights are evaluated per query with the same
-:func:`~citewise.store.bm25.bm25_scores` call on the same float64 inputs (``N`` chunks,
-``avgdl`` the sum of ``n_terms`` over ``N``, ``df`` the term's posting count) and summed term
-by term in the query's order. Unlike that path, every chunk holding a query term is scored,
+FTS5 path computes: the term weights are evaluated per query with
+:func:`~citewise.store.bm25.bm25_scores`'s float64 operations in its order on the same inputs
+(``N`` chunks, ``avgdl`` the sum of ``n_terms`` over ``N``, ``df`` the term's posting count;
+each chunk's length part ``k1 * (1 - b + b * dl / avgdl)`` computed once per index,
+:meth:`BM25Index.length_norms`) and summed term by term in the query's order. Unlike that path, every chunk holding a query term is scored,
 so the top ``k`` is exact (FTS5 kept only its best ``max(5k, 300)`` candidates). Keeping
 counts rather than precomputed weights means the IDFs may move with ``N`` without a rebuild.
 
@@ -22,6 +23,10 @@ stored read back and added) or, when the log cannot be trusted, rebuilds it (see
 :meth:`citewise.store.sqlite.SQLiteStore.sparse_search`). Its arrays can be saved
 (:meth:`BM25Index.arrays`) and opened memory-mapped by the next process that reads the same
 state (:meth:`BM25Index.from_arrays`, :mod:`citewise.store.derived_files`).
+
+What a search returns of each chunk besides its score, its id, document, ordinal and
+language (:class:`ChunkKeys`), is kept by position beside the postings, for the same state:
+the store answers the hits and the candidates' chunks without reading their rows.
 """
 
 from __future__ import annotations
@@ -30,16 +35,143 @@ import itertools
 import threading
 from array import array
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from citewise.store.bm25 import BM25Stats, bm25_scores
+from citewise.store.bm25 import BM25_B, BM25_K1, BM25Stats, idf
 from citewise.store.derived_files import terms_array, terms_of
 
 #: chunks whose tokens are counted at a time while building (see :meth:`BM25Index.build`)
 BUILD_BLOCK = 65_536
+#: score arrays (float64, one per chunk) an index keeps for reuse by the searches that run at
+#: the same time (8 MB each at 1M chunks); more searches at once allocate their own
+SCRATCH_ARRAYS = 2
+#: chunk ids an index remembers the positions of (:meth:`BM25Index.chunk_ids_at`)
+KNOWN_IDS = 100_000
+
+
+@dataclass(frozen=True)
+class Strings:
+    """n strings as UTF-8 bytes end to end: string ``i`` is ``data[offsets[i]:offsets[i +
+    1]]`` (``data``: uint8, ``offsets``: int64 (n + 1,) ascending from 0). Memory-mappable;
+    :meth:`take` decodes only the positions asked for."""
+
+    data: np.ndarray
+    offsets: np.ndarray
+
+    @classmethod
+    def of(cls, strings: Iterable[str]) -> Strings:
+        """The strings, in order."""
+        encoded = [i.encode("utf-8") for i in strings]
+        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+        np.cumsum([len(e) for e in encoded], out=offsets[1:])
+        return cls(np.frombuffer(b"".join(encoded), dtype=np.uint8).copy(), offsets)
+
+    @classmethod
+    def joined(cls, parts: Sequence[Strings]) -> Strings:
+        """One after the other."""
+        data = np.concatenate([np.asarray(p.data) for p in parts]) if parts else np.zeros(
+            0, dtype=np.uint8)
+        lengths = [np.diff(np.asarray(p.offsets)) for p in parts]
+        offsets = np.zeros(sum(len(x) for x in lengths) + 1, dtype=np.int64)
+        if lengths:
+            np.cumsum(np.concatenate(lengths), out=offsets[1:])
+        return cls(data, offsets)
+
+    def __len__(self) -> int:
+        return int(self.offsets.shape[0]) - 1
+
+    def take(self, positions: Iterable[int]) -> list[str]:
+        """The strings at ``positions`` (ints in ``0 .. len - 1``), in that order."""
+        at = np.asarray(positions, dtype=np.int64)
+        bounds = np.asarray(self.offsets)
+        starts, ends = bounds[at].tolist(), bounds[at + 1].tolist()
+        raw = np.asarray(self.data).data  # a memoryview: slices copy nothing until decoded
+        return [str(raw[lo:hi], "utf-8") for lo, hi in zip(starts, ends, strict=True)]
+
+    def subset(self, positions: np.ndarray) -> Strings:
+        """The strings at int ``positions`` (any order, repeats allowed), as a new table."""
+        positions = np.asarray(positions, dtype=np.int64)
+        bounds = np.asarray(self.offsets)
+        starts = bounds[:-1][positions]
+        lengths = bounds[1:][positions] - starts
+        offsets = np.zeros(positions.shape[0] + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        at = np.arange(int(offsets[-1]), dtype=np.int64) - np.repeat(offsets[:-1] - starts,
+                                                                      lengths)
+        return Strings(np.asarray(self.data)[at], offsets)
+
+    def check(self, n: int) -> None:
+        """Raise ValueError unless this is a well-formed table of ``n`` strings."""
+        offsets = np.asarray(self.offsets)
+        if (self.data.ndim != 1 or offsets.shape != (n + 1,) or int(offsets[0]) != 0
+                or int(offsets[-1]) != self.data.shape[0]
+                or bool(np.any(offsets[1:] < offsets[:-1]))):
+            raise ValueError("saved strings that do not fit the index")
+
+
+@dataclass(frozen=True)
+class ChunkKeys:
+    """What a search reads of each chunk of a derived index besides its postings, by
+    position: its ``ids``, ``documents`` (its document's id), ``ordinals`` (int64 (n,)) and
+    ``languages`` (:attr:`citewise.types.Chunk.language`), as stored in the state the index
+    reflects."""
+
+    ids: Strings
+    documents: Strings
+    ordinals: np.ndarray
+    languages: Strings
+
+    #: the columns of a ``chunks`` row these are read from, in the order :meth:`of` takes
+    COLUMNS = "id, document_id, ordinal, language"
+
+    @classmethod
+    def of(cls, rows: Sequence[Sequence[Any]]) -> ChunkKeys:
+        """From ``(chunk id, document id, ordinal, language)`` rows, in position order."""
+        return cls(Strings.of([r[0] for r in rows]), Strings.of([r[1] for r in rows]),
+                   np.array([r[2] for r in rows], dtype=np.int64).reshape(len(rows)),
+                   Strings.of([r[3] for r in rows]))
+
+    @classmethod
+    def joined(cls, parts: Sequence[ChunkKeys]) -> ChunkKeys:
+        """One after the other."""
+        return cls(Strings.joined([p.ids for p in parts]),
+                   Strings.joined([p.documents for p in parts]),
+                   np.concatenate([np.asarray(p.ordinals) for p in parts]).astype(np.int64),
+                   Strings.joined([p.languages for p in parts]))
+
+    def subset(self, positions: np.ndarray) -> ChunkKeys:
+        """The chunks at int ``positions`` (any order), as a new table."""
+        return ChunkKeys(self.ids.subset(positions), self.documents.subset(positions),
+                         np.asarray(self.ordinals)[positions], self.languages.subset(positions))
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The arrays to save (``ids``, ``id_offsets``, ``documents``, ``document_offsets``,
+        ``ordinals``, ``languages``, ``language_offsets``)."""
+        return {"ids": self.ids.data, "id_offsets": self.ids.offsets,
+                "documents": self.documents.data, "document_offsets": self.documents.offsets,
+                "ordinals": self.ordinals, "languages": self.languages.data,
+                "language_offsets": self.languages.offsets}
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, np.ndarray], n: int) -> ChunkKeys | None:
+        """The table of saved :meth:`arrays` of ``n`` chunks; None when they are not saved;
+        raises ValueError when they do not fit."""
+        names = ("ids", "id_offsets", "documents", "document_offsets", "ordinals", "languages",
+                 "language_offsets")
+        if not all(name in arrays for name in names):
+            return None
+        keys = cls(Strings(arrays["ids"], arrays["id_offsets"]),
+                   Strings(arrays["documents"], arrays["document_offsets"]),
+                   arrays["ordinals"], Strings(arrays["languages"], arrays["language_offsets"]))
+        for strings in (keys.ids, keys.documents, keys.languages):
+            strings.check(n)
+        if keys.ordinals.shape != (n,):
+            raise ValueError("saved ordinals that do not fit the index")
+        return keys
 
 
 @dataclass
@@ -61,13 +193,31 @@ class BM25Index:
     positions: np.ndarray
     counts: np.ndarray
     avgdl: float = 0.0
+    #: each position's chunk id, document, ordinal and language (:class:`ChunkKeys`), or
+    #: None when the rows it was built from did not carry them (the store then reads SQL)
+    keys: ChunkKeys | None = None
     _masks: dict[object, np.ndarray] = field(default_factory=dict, repr=False)
+    # plain ndarray views of the arrays (slicing an np.memmap costs more than the work on the
+    # slice) and each chunk's length normalisation, per avgdl (see :meth:`scores`)
+    _plain: tuple[np.ndarray, ...] = field(default=(), init=False, repr=False, compare=False)
+    _norms: dict[float, np.ndarray] = field(default_factory=dict, init=False, repr=False,
+                                            compare=False)
+    _scratch: list[np.ndarray] = field(default_factory=list, init=False, repr=False,
+                                       compare=False)
+    # chunk id -> position of the chunks searches returned (see :meth:`chunk_ids_at`)
+    _known: dict[str, int] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self._plain = tuple(np.asarray(a) for a in (
+            self.rowids, self.lengths, self.indptr, self.positions, self.counts))
 
     @classmethod
-    def build(cls, generation: int, rows: Iterable[tuple[int, str, int]],
-              block: int = BUILD_BLOCK) -> BM25Index:
+    def build(cls, generation: int, rows: Iterable[Sequence[Any]],
+              block: int = BUILD_BLOCK, *, ids: bool = False) -> BM25Index:
         """The index of ``rows``: ``(row key, analysed terms, n_terms)`` in ascending row-key
-        order, the terms space-separated as the store keeps them.
+        order, the terms space-separated as the store keeps them; with ``ids``, each row
+        goes on with the :attr:`ChunkKeys.COLUMNS` (chunk id, document id, ordinal,
+        language), kept as :attr:`keys`.
 
         Built ``block`` chunks at a time: each block's (term, chunk) pairs are counted and
         sorted on their own (:func:`_block_postings`), then every block's postings are placed
@@ -81,6 +231,9 @@ class BM25Index:
         parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         token_ids = array("q")  # 8 bytes a token, not a Python list's pointer and int
         offsets = array("q", [0])
+        chunk_keys: list[Sequence[Any]] = []
+        if ids:
+            rows = _peeled(rows, chunk_keys)
         for rowid, terms, n_terms in rows:
             rowids.append(rowid)
             lengths.append(n_terms)
@@ -120,10 +273,11 @@ class BM25Index:
             counts=counts,
             # the SQL path's total(n_terms) / count(*): an integer sum, exact in float64
             avgdl=float(length_array.sum()) / n if n else 0.0,
+            keys=ChunkKeys.of(chunk_keys) if ids else None,
         )
 
     def caught_up(self, generation: int, removed: np.ndarray,
-                  added: Iterable[tuple[int, str, int]]) -> BM25Index:
+                  added: Iterable[Sequence[Any]]) -> BM25Index:
         """The index of a later state of the same store, made from this one's arrays (which
         are not changed; they may be memory-mapped) instead of from every chunk row.
 
@@ -131,7 +285,9 @@ class BM25Index:
         replaced since this index's state; keys this index does not hold are ignored.
         ``added``: ``(row key, analysed terms, n_terms)`` of every chunk of the later state
         that this index does not hold after ``removed`` is taken out, in strictly ascending
-        row-key order, the terms space-separated as the store keeps them. Only these rows'
+        row-key order, the terms space-separated as the store keeps them; when this index has
+        :attr:`keys`, each row goes on with the :attr:`ChunkKeys.COLUMNS` (the result then
+        has them too, in its positions' order). Only these rows'
         terms are read: the cost is one pass over the postings (dropping the removed chunks'
         and renumbering positions, when any was removed) plus the added chunks' tokens.
 
@@ -163,6 +319,9 @@ class BM25Index:
 
         add_rowids, add_lengths = array("q"), array("q")
         token_ids, offsets = array("q"), array("q", [0])
+        add_keys: list[Sequence[Any]] = []
+        if self.keys is not None:
+            added = _peeled(added, add_keys)
         for rowid, terms, n_terms in added:
             add_rowids.append(rowid)
             add_lengths.append(n_terms)
@@ -182,6 +341,10 @@ class BM25Index:
         # keys sort (after every kept one, unless a row key was reused)
         appended = m == 0 or n_kept == 0 or int(new_rows[0]) > int(kept_rowids[-1])
         new_lengths = np.frombuffer(add_lengths, dtype=np.int64).astype(np.float64)
+        keys = None
+        if self.keys is not None:  # the kept ones' then the added ones', in that order
+            kept_keys = self.keys if keep is None else self.keys.subset(np.flatnonzero(keep))
+            keys = ChunkKeys.joined([kept_keys, ChunkKeys.of(add_keys)])
         if appended:
             rowids = np.concatenate([kept_rowids, new_rows])
             lengths = np.concatenate([kept_lengths, new_lengths])
@@ -194,6 +357,8 @@ class BM25Index:
             rank[order] = np.arange(n_kept + m)
             rowids, lengths = merged[order], np.concatenate([kept_lengths, new_lengths])[order]
             kept_to, add_to = rank[:n_kept], rank[n_kept:]
+            if keys is not None:
+                keys = keys.subset(order)
 
         # the kept postings, positions renumbered: old position -> new position (int32)
         positions, counts, indptr_kept = self.positions, self.counts, self.indptr
@@ -253,21 +418,26 @@ class BM25Index:
             generation=generation, rowids=np.ascontiguousarray(rowids, dtype=np.int64),
             lengths=np.ascontiguousarray(lengths, dtype=np.float64), vocabulary=vocabulary,
             indptr=indptr, positions=positions.astype(np.int32, copy=False), counts=counts,
-            avgdl=float(lengths.sum()) / n_new if n_new else 0.0)
+            avgdl=float(lengths.sum()) / n_new if n_new else 0.0, keys=keys)
 
     def arrays(self) -> dict[str, np.ndarray]:
         """The arrays to save (:mod:`citewise.store.derived_files`); ``terms``: the
         vocabulary in column order (:func:`~citewise.store.derived_files.terms_array`)."""
-        return {"rowids": self.rowids, "lengths": self.lengths, "indptr": self.indptr,
-                "positions": self.positions, "counts": self.counts,
-                "terms": terms_array(list(self.vocabulary))}
+        saved = {"rowids": self.rowids, "lengths": self.lengths, "indptr": self.indptr,
+                 "positions": self.positions, "counts": self.counts,
+                 "terms": terms_array(list(self.vocabulary))}
+        if self.keys is not None:  # :meth:`ChunkKeys.arrays`
+            saved |= self.keys.arrays()
+        return saved
 
     @classmethod
     def from_arrays(cls, generation: int, arrays: Mapping[str, np.ndarray],
-                    vocabulary: dict[str, int] | None = None) -> BM25Index:
+                    vocabulary: dict[str, int] | None = None, *,
+                    require_ids: bool = False) -> BM25Index:
         """The index of saved :meth:`arrays` (memory-mapped or not), its vocabulary read from
         ``arrays["terms"]`` unless given (the one the arrays were built with); raises
-        ValueError when they do not fit together."""
+        ValueError when they do not fit together, or when ``require_ids`` and they hold no
+        chunk ids (saved by an older version)."""
         rowids, lengths, indptr = arrays["rowids"], arrays["lengths"], arrays["indptr"]
         positions, counts = arrays["positions"], arrays["counts"]
         n = int(rowids.shape[0])
@@ -278,14 +448,34 @@ class BM25Index:
             vocabulary = terms_of(arrays["terms"], int(indptr.shape[0]) - 1)
         elif len(vocabulary) != int(indptr.shape[0]) - 1:
             raise ValueError("the vocabulary does not fit the saved BM25 arrays")
+        keys = ChunkKeys.from_arrays(arrays, n)  # None: saved by an older version
+        if keys is None and require_ids:
+            raise ValueError("the saved BM25 arrays hold no chunk keys")
         return cls(generation=generation, rowids=rowids, lengths=lengths,
                    vocabulary=vocabulary, indptr=indptr, positions=positions, counts=counts,
-                   avgdl=float(lengths.sum()) / n if n else 0.0)
+                   avgdl=float(lengths.sum()) / n if n else 0.0, keys=keys)
+
+    def chunk_ids_at(self, positions: np.ndarray) -> list[str]:
+        """The ids of the chunks at ``positions`` (from :attr:`keys`, which must be set),
+        remembered with their positions for :meth:`known_positions` (at most
+        :data:`KNOWN_IDS` at a time: the hits of recent searches)."""
+        assert self.keys is not None
+        ids = self.keys.ids.take(positions)
+        if len(self._known) + len(ids) > KNOWN_IDS:
+            self._known.clear()
+        self._known.update(zip(ids, np.asarray(positions).tolist(), strict=True))
+        return ids
+
+    def known_positions(self, chunk_ids: Sequence[str]) -> dict[str, int]:
+        """Position of each of ``chunk_ids`` this index returned from :meth:`chunk_ids_at`
+        (recently); the others are left out (the caller looks them up)."""
+        found = {c: self._known.get(c, -1) for c in chunk_ids}  # get: another thread may clear
+        return {c: at for c, at in found.items() if at >= 0}
 
     @property
     def size(self) -> int:
         """Chunks indexed (``N``)."""
-        return int(self.rowids.shape[0])
+        return len(self.rowids)
 
     def document_frequency(self, term: str) -> int:
         """Chunks holding ``term`` (0 for a term the index has never seen)."""
@@ -342,27 +532,55 @@ class BM25Index:
         self._masks[key] = mask
         return mask
 
+    def length_norms(self, avgdl: float) -> np.ndarray:
+        """float64 (n,): every chunk's ``k1 * (1 - b + b * dl / avgdl)``, the length part of
+        :func:`~citewise.store.bm25.bm25_scores`'s denominator, by the same expression element
+        by element (so the same bits as that function gives for the chunk), computed once per
+        ``avgdl`` for this index's lifetime (a few kept)."""
+        norm = self._norms.get(avgdl)
+        if norm is None:
+            lengths = self._plain[1]
+            norm = BM25_K1 * (1.0 - BM25_B + BM25_B * lengths / max(avgdl, 1e-9))
+            if len(self._norms) >= 4:
+                self._norms.pop(next(iter(self._norms)), None)
+            self._norms[avgdl] = norm
+        return norm
+
     def scores(self, query_tf: Mapping[str, int], stats: BM25Stats | None = None) -> np.ndarray:
         """float64 (n,) BM25 score of every chunk for a query given as term -> count in the
         query; >= 0, higher is better, 0 for chunks holding no query term. Terms are added
         in the mapping's order (the FTS5 path's order, so the sums are bit-identical).
         ``stats``: the collection statistics to score with (a sharded collection's global
-        ones), None: this index's own (N, avgdl and each term's posting count)."""
-        n = self.size
-        total = np.zeros(n, dtype=np.float64)
-        n_docs, avgdl = (n, self.avgdl) if stats is None else (stats.chunks, stats.avgdl)
+        ones), None: this index's own (N, avgdl and each term's posting count).
+
+        Each term's contribution is :func:`~citewise.store.bm25.bm25_scores`'s
+        ``idf * tf * (k1 + 1) / (tf + norm)``, operation by operation in that order (in place,
+        with the chunks' ``norm`` from :meth:`length_norms`), so the floats are the same."""
+        return self._add_scores(np.zeros(self.size, dtype=np.float64), query_tf, stats)
+
+    def _add_scores(self, total: np.ndarray, query_tf: Mapping[str, int],
+                    stats: BM25Stats | None) -> np.ndarray:
+        """:meth:`scores` added into ``total`` (float64 (n,) zeros), which is returned."""
+        _, _, indptr, positions, counts = self._plain
+        n_docs, avgdl = (self.size, self.avgdl) if stats is None else (stats.chunks, stats.avgdl)
+        norm = self.length_norms(avgdl)
         for term, qtf in query_tf.items():
             col = self.vocabulary.get(term)
             if col is None:
                 continue
-            start, end = int(self.indptr[col]), int(self.indptr[col + 1])
+            start, end = int(indptr[col]), int(indptr[col + 1])
             if start == end:
                 continue
-            at = self.positions[start:end]
+            at = positions[start:end]
             df = end - start if stats is None else stats.df.get(term, 0)
-            weight = bm25_scores(self.counts[start:end].astype(np.float64), self.lengths[at],
-                                 df, n_docs, avgdl)
-            total[at] += qtf * weight
+            tf = counts[start:end].astype(np.float64)
+            weight = idf(n_docs, df) * tf
+            weight *= BM25_K1 + 1.0
+            tf += norm[at]  # now tf + norm
+            weight /= tf
+            if qtf != 1:  # qtf * weight; 1 * weight is weight, bit for bit
+                weight *= qtf
+            total[at] += weight
         return total
 
     def top(self, query_tf: Mapping[str, int], k: int, mask: np.ndarray | None = None,
@@ -371,18 +589,46 @@ class BM25Index:
         lets through, as ``(row keys int64 (m,), scores float64 (m,))`` with m <= k, by
         descending score, ties by ascending row key; chunks scoring 0 are left out.
         ``stats``: as for :meth:`scores`."""
+        best, scores = self.top_positions(query_tf, k, mask, stats)
+        return self._plain[0][best], scores
+
+    def top_positions(self, query_tf: Mapping[str, int], k: int, mask: np.ndarray | None = None,
+                      stats: BM25Stats | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`top` as chunk positions (int64 (m,)) instead of row keys."""
         if k <= 0 or self.size == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
-        scores = self.scores(query_tf, stats)
-        if mask is not None:
-            scores[~mask] = 0.0
-        hit = np.flatnonzero(scores > 0)
+        # a score array of the index's pool, all zeros between queries (a fresh one per query
+        # cost a page fault per 512 chunks): every chunk scored is set back to 0 before it is
+        # returned to the pool, and one of a query that fails half way is dropped
+        try:
+            scores = self._scratch.pop()
+        except IndexError:  # none free: every other one is in use by another thread
+            scores = np.zeros(self.size, dtype=np.float64)
+        self._add_scores(scores, query_tf, stats)
+        scored = np.flatnonzero(scores > 0)  # the chunks holding a query term
+        hit = scored if mask is None else scored[mask[scored]]
         if hit.size > k:
-            kth = np.partition(scores[hit], hit.size - k)[hit.size - k]
-            hit = hit[scores[hit] >= kth]  # every chunk tied with the k-th stays a candidate
-        order = np.lexsort((hit, -scores[hit]))[:k]
-        best = hit[order]
-        return self.rowids[best], scores[best]
+            hit_scores = scores[hit]
+            kth = np.partition(hit_scores, hit.size - k)[hit.size - k]
+            hit = hit[hit_scores >= kth]  # every chunk tied with the k-th stays a candidate
+        found = scores[hit]
+        order = np.lexsort((hit, -found))[:k]
+        if scored.shape[0] > scores.shape[0] // 8:
+            scores.fill(0.0)  # one sequential pass costs less than so many scattered writes
+        else:
+            scores[scored] = 0.0
+        if len(self._scratch) < SCRATCH_ARRAYS:
+            self._scratch.append(scores)
+        return hit[order], found[order]
+
+
+def _peeled(rows: Iterable[Sequence[Any]],
+            keys: list[Sequence[Any]]) -> Iterator[tuple[int, str, int]]:
+    """``(row key, terms, n_terms)`` of each row of those and the :attr:`ChunkKeys.COLUMNS`,
+    which are appended to ``keys`` on the way."""
+    for row in rows:
+        keys.append(row[3:])
+        yield row[0], row[1], row[2]
 
 
 def _block_postings(token_ids: array[int], offsets: array[int],

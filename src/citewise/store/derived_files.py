@@ -10,7 +10,10 @@ kernel may drop and re-read, where a built index holds every array on the heap.
 Layout, in ``<index file>.derived/``::
 
     bm25-<index id>-g<generation>/     manifest.json, rowids.npy, lengths.npy, indptr.npy,
-                                       positions.npy, counts.npy, terms.npy
+                                       positions.npy, counts.npy, terms.npy, and the chunk
+                                       keys: ids.npy, id_offsets.npy, documents.npy,
+                                       document_offsets.npy, ordinals.npy, languages.npy,
+                                       language_offsets.npy
     dense-<index id>-g<generation>/    manifest.json, rowids.npy, vectors.npy[, scales.npy, codes.npy]
     .tmp-<kind>-<pid>-<token>/         a save in progress
 

@@ -13,7 +13,11 @@ Design
   data, never written: the file stays the only source of truth. The first search that reads
   a newer generation (after a write by any process) catches the index up from the older one
   and ``chunk_log`` (below) instead of rebuilding it from every row, and rebuilds it when the
-  log cannot be trusted for that step (:meth:`SQLiteStore._caught_up_bm25`).
+  log cannot be trusted for that step (:meth:`SQLiteStore._caught_up_bm25`). Beside its
+  postings it keeps each chunk's id, document id, ordinal and language for the same state
+  (:class:`~citewise.store.bm25_index.ChunkKeys`): the hits of both legs and the candidates'
+  chunks without their texts are answered from them (no chunk row read), and from SQL
+  whenever the index is not that of the state read.
 * ``chunk_log`` (migration ``m005_chunk_log``): one row ``(generation, chunk, op)`` per chunk
   row inserted (op 1) or deleted (-1), written by triggers on ``chunks`` inside the write's
   own transaction under the generation that write commits, so a crash leaves the log and
@@ -75,7 +79,7 @@ from citewise.errors import EmptyDocumentError, IndexChangedError, IndexError_
 from citewise.store import derived_files
 from citewise.store.base import Filters, IndexInfo, TermIncidence, nested_read_transaction
 from citewise.store.bm25 import BM25_B, BM25_K1, bm25_scores
-from citewise.store.bm25_index import BM25Index, KeptIndex, hashable, query_counts
+from citewise.store.bm25_index import BM25Index, ChunkKeys, KeptIndex, hashable, query_counts
 from citewise.store.dense_index import (
     EXACT_BELOW,
     IVF_FROM,
@@ -124,6 +128,8 @@ CATCH_UP_MAX = 0.25
 LOG_GENERATIONS = 4096
 #: ... and, past this many rows, at most a quarter of the chunk count
 LOG_ROWS_MIN = 10_000
+#: documents kept read for one BM25 index's state (:meth:`SQLiteStore.get_chunks`)
+KNOWN_DOCUMENTS = 50_000
 
 # the BM25 names stay importable from here, where they were defined before citewise.store.bm25
 __all__ = ["BM25_B", "BM25_K1", "MIGRATIONS", "SQLiteStore", "bm25_scores"]
@@ -326,6 +332,18 @@ def _positions(keys: np.ndarray, wanted: np.ndarray) -> np.ndarray | None:
     return at
 
 
+def _hits(chunk_ids: Sequence[str], scores: np.ndarray,
+          leg: Literal["dense", "sparse"]) -> list[Hit]:
+    """One hit per chunk id with its float (n,) ``scores`` value as ``score`` and as the
+    ``leg``'s score, in order."""
+    values = np.asarray(scores, dtype=np.float64).tolist()
+    if leg == "dense":
+        return [Hit(chunk_id=c, score=v, source="dense", dense=v)
+                for c, v in zip(chunk_ids, values, strict=True)]
+    return [Hit(chunk_id=c, score=v, source="sparse", sparse=v)
+            for c, v in zip(chunk_ids, values, strict=True)]
+
+
 @contextmanager
 def _immediate(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     """One write transaction on ``db`` (``BEGIN IMMEDIATE``: the write lock at once, waiting
@@ -410,6 +428,8 @@ class SQLiteStore(SQLStore):
         self._matrix: DenseIndex | None = None
         self._stats: tuple[int, int, float] | None = None  # generation, N, avgdl
         self._last_stamp: Stamp | None = None
+        # documents read for get_chunks(texts=False), for one BM25 index (its state)
+        self._documents: tuple[BM25Index | None, dict[str, Document]] = (None, {})
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._migrate()
@@ -669,13 +689,27 @@ class SQLiteStore(SQLStore):
         with self.snapshot():
             index = self._bm25_kept.current(self.generation()) if self.bm25_index else None
             if index is not None:
-                keys: dict[str, int] = {row[0]: row[1] for row in self._rows_in(
-                    "SELECT id, rowid FROM chunks WHERE id IN ({marks})", chunk_ids)}
-                rows = [(keys[c], c) for c in dict.fromkeys(chunk_ids) if c in keys]
-                found = self._indexed_incidence(index, rows, terms, vectors)
+                found = self._indexed_incidence(index, self._rowids_of(index, chunk_ids),
+                                                terms, vectors)
                 if found is not None:
                     return found
             return super().chunk_incidence(chunk_ids, terms, vectors=vectors)
+
+    def _rowids_of(self, index: BM25Index, chunk_ids: Sequence[str]) -> list[tuple[int, str]]:
+        """``(row key, chunk id)`` of the stored ones of ``chunk_ids``, in their order (first
+        occurrences): those ``index`` (that of the state read) returned recently from its
+        keys (:meth:`BM25Index.known_positions`), the others from the ids' own SQL index (no
+        chunk row read)."""
+        wanted = list(dict.fromkeys(chunk_ids))
+        known = index.known_positions(wanted)
+        rowids = np.asarray(index.rowids)
+        keys: dict[str, int] = dict(zip(known, rowids[list(known.values())].tolist(),
+                                        strict=True))
+        missing = [c for c in wanted if c not in known]
+        if missing:
+            keys.update((row[0], row[1]) for row in self._rows_in(
+                "SELECT id, rowid FROM chunks WHERE id IN ({marks})", missing))
+        return [(keys[c], c) for c in wanted if c in keys]
 
     def _indexed_incidence(self, index: BM25Index, rows: Sequence[tuple[int, str]],
                            terms: Sequence[str], vectors: bool) -> TermIncidence | None:
@@ -700,8 +734,18 @@ class SQLiteStore(SQLStore):
 
     def get_chunks(self, chunk_ids: Sequence[str], *,
                    texts: bool = True) -> dict[str, tuple[Chunk, Document]]:
-        """See :meth:`Store.get_chunks`."""
+        """See :meth:`Store.get_chunks`. Without ``texts``, when the BM25 index is that of
+        the state read, the chunks' row keys come from the ids' index, their documents,
+        ordinals and languages from the index's
+        :attr:`~citewise.store.bm25_index.BM25Index.keys` and each document's row is read
+        once (no chunk row is read from the file)."""
         if not texts:
+            with self.snapshot():
+                index = self._bm25_kept.current(self.generation()) if self.bm25_index else None
+                if index is not None and index.keys is not None:
+                    found = self._textless_chunks(index, index.keys, chunk_ids)
+                    if found is not None:
+                        return found
             sql = (f"SELECT {TEXTLESS_CHUNK_COLS}, {DOC_COLS} FROM chunks c "
                    "JOIN documents d ON d.id = c.document_id WHERE c.id IN ({marks})")
             return {row[0]: (textless_chunk_from_row(row[:NTEXTLESS]),
@@ -711,6 +755,41 @@ class SQLiteStore(SQLStore):
                "JOIN documents d ON d.id = c.document_id WHERE c.id IN ({marks})")
         return {row[1]: (chunk_from_row(row[:NCHUNK]), document_from_row(row[NCHUNK:]))
                 for row in self._rows_in(sql, chunk_ids)}
+
+    def _textless_chunks(self, index: BM25Index, keys: ChunkKeys, chunk_ids: Sequence[str]
+                         ) -> dict[str, tuple[Chunk, Document]] | None:
+        """:meth:`get_chunks` without texts from ``index`` (that of the state read) and its
+        ``keys``; None when a row key is not in the index (never expected)."""
+        rows = self._rowids_of(index, chunk_ids)
+        at = _positions(index.rowids, np.fromiter((r[0] for r in rows), dtype=np.int64,
+                                                  count=len(rows)))
+        if at is None:
+            return None
+        document_ids = keys.documents.take(at)
+        # the documents read for this index: every write of a document row bumps the
+        # generation, so within the index's state they are the stored ones
+        cached = self._documents
+        if cached[0] is not index:
+            cached = self._documents = (index, {})
+        if len(cached[1]) > KNOWN_DOCUMENTS:
+            cached[1].clear()
+        wanted = {d: cached[1].get(d) for d in document_ids}  # get: another thread may clear
+        documents = {d: doc for d, doc in wanted.items() if doc is not None}
+        missing = [d for d, doc in wanted.items() if doc is None]
+        if missing:
+            read = {row[0]: document_from_row(row) for row in self._rows_in(
+                f"SELECT {DOC_COLS} FROM documents d WHERE d.id IN ({{marks}})", missing)}
+            documents.update(read)
+            cached[1].update(read)
+        out: dict[str, tuple[Chunk, Document]] = {}
+        for (_, chunk_id), document_id, ordinal, language in zip(
+                rows, document_ids, np.asarray(keys.ordinals)[at].tolist(),
+                keys.languages.take(at), strict=True):
+            document = documents.get(document_id)
+            if document is not None:  # as the SQL join: a chunk without its document is left out
+                out[chunk_id] = (textless_chunk_from_row((chunk_id, document_id, ordinal,
+                                                          language)), document)
+        return out
 
     def export(self, document_id: str) -> tuple[list[Chunk], np.ndarray, list[str]]:
         """A document's chunks (``ordinal`` order), their float32 (n, dim) vectors and analysed
@@ -920,9 +999,17 @@ class SQLiteStore(SQLStore):
     def _hits_for_rowids(self, rowids: np.ndarray, scores: np.ndarray,
                          leg: Literal["dense", "sparse"]) -> list[Hit]:
         """Hits for int64 (n,) ``rowids`` with float (n,) ``scores`` of the ``leg`` search, in
-        the given order (rows deleted meanwhile left out)."""
+        the given order (rows deleted meanwhile left out). The ids come from the BM25 index's
+        :attr:`~citewise.store.bm25_index.BM25Index.keys` when it is that of the state
+        read (call it inside :meth:`snapshot`, with ``rowids`` of that state), else from
+        SQL."""
         if not len(rowids):
             return []
+        index = self._bm25_kept.current(self.generation()) if self.bm25_index else None
+        if index is not None and index.keys is not None:
+            at = _positions(index.rowids, np.asarray(rowids, dtype=np.int64))
+            if at is not None:  # always, in the state the index reflects
+                return _hits(index.chunk_ids_at(at), scores, leg)
         marks = ",".join("?" * len(rowids))
         ids = dict(
             self.db.execute(
@@ -1012,7 +1099,8 @@ class SQLiteStore(SQLStore):
 
         def build() -> BM25Index:
             stamp = self._stamp()
-            built = self._mapped("bm25", stamp, lambda a: BM25Index.from_arrays(generation, a))
+            built = self._mapped("bm25", stamp, lambda a: BM25Index.from_arrays(
+                generation, a, require_ids=True))
             if built is not None:
                 self.bm25_loads["mapped"] += 1
             else:
@@ -1027,8 +1115,9 @@ class SQLiteStore(SQLStore):
                 else:
                     self.bm25_loads["built"] += 1
                     rows = self.db.execute(
-                        "SELECT rowid, terms, n_terms FROM chunks ORDER BY rowid")
-                    fresh = BM25Index.build(generation, rows)
+                        f"SELECT rowid, terms, n_terms, {ChunkKeys.COLUMNS} FROM chunks "
+                        "ORDER BY rowid")
+                    fresh = BM25Index.build(generation, rows, ids=True)
                 vocabulary = fresh.vocabulary
                 built = self._saved("bm25", stamp, fresh, lambda a: BM25Index.from_arrays(
                     generation, a, vocabulary=vocabulary))
@@ -1054,7 +1143,8 @@ class SQLiteStore(SQLStore):
         stamp = derived_files.older(root, "bm25", index_id, generation)
         if stamp is None or stamp.generation < log_from:
             return None
-        base = self._mapped("bm25", stamp, lambda a: BM25Index.from_arrays(stamp.generation, a))
+        base = self._mapped("bm25", stamp, lambda a: BM25Index.from_arrays(
+            stamp.generation, a, require_ids=True))
         if base is None or base.size != stamp.chunks or (
                 base.size and int(base.rowids[-1]) != stamp.max_rowid):
             return None
@@ -1098,8 +1188,9 @@ class SQLiteStore(SQLStore):
             _log.info("the chunk log of %s does not fit its BM25 index of generation %d; "
                       "rebuilt", self.path, base.generation)
             return None
+        keys = f", {ChunkKeys.COLUMNS}" if base.keys is not None else ""
         rows = self.db.execute(
-            "SELECT rowid, terms, n_terms FROM chunks WHERE rowid IN "
+            f"SELECT rowid, terms, n_terms{keys} FROM chunks WHERE rowid IN "
             "(SELECT value FROM json_each(?)) ORDER BY rowid", (json.dumps(touched.tolist()),))
         try:
             index = base.caught_up(generation, touched, rows)
@@ -1180,8 +1271,10 @@ class SQLiteStore(SQLStore):
                 mask = index.cached_mask(wanted)
                 if mask is None:
                     mask = index.cached_mask(wanted, self._filter_rowids(filters))
-            rowids, scores = index.top(query_tf, k, mask)
-            return self._hits_for_rowids(rowids, scores, "sparse")
+            at, scores = index.top_positions(query_tf, k, mask)
+            if index.keys is not None:  # the ids of the state read, no SQL
+                return _hits(index.chunk_ids_at(at), scores, "sparse")
+            return self._hits_for_rowids(np.asarray(index.rowids)[at], scores, "sparse")
 
     def _fts_sparse_search(
         self, terms: Sequence[str], k: int, filters: Filters | None = None,

@@ -70,6 +70,12 @@ def _jieba():  # type: ignore[no-untyped-def]
     return jieba
 
 
+#: the characters that join an identifier's components (``a.b``, ``don't``), compiled once
+#: (the module-level ``regex`` functions look each pattern up in a cache on every call)
+_JOINER = regex.compile(r"[.'’]")
+_JOINERS = regex.compile(r"[.'’]+")
+
+
 def normalize(text: str) -> str:
     """NFKC + case folding + ``ё``->``е``; the form every token is compared in."""
     return unicodedata.normalize("NFKC", text).casefold().replace("ё", "е")
@@ -78,7 +84,7 @@ def normalize(text: str) -> str:
 def _identifier_parts(raw: str) -> list[str]:
     """The words an identifier adds before itself: ``fooBar_baz.quxQuux`` ->
     [foo, bar, baz, qux, quux, fooBar_baz, quxQuux]; [] for a plain word."""
-    components = [c for c in regex.split(r"[.'’]+", raw) if c]
+    components = [c for c in _JOINERS.split(raw) if c]
     parts: list[str] = []
     compounds: list[str] = []
     for component in components:
@@ -124,7 +130,7 @@ def tokenize(text: str, language: str | None = None, *, stem: bool = True) -> li
         else:
             parts = _identifier_parts(raw)
             whole = normalize(raw)
-            words = [normalize(p) for p in parts] + [regex.sub(r"[.'’]", "_", whole)] if parts else [whole]
+            words = [normalize(p) for p in parts] + [_JOINER.sub("_", whole)] if parts else [whole]
         for word in words:
             if word in ENGLISH_STOP_WORDS or not _WORD.fullmatch(word):
                 continue
@@ -141,7 +147,7 @@ def identifier_parts(text: str, language: str | None = None) -> dict[str, list[s
     out: dict[str, list[str]] = {}
     for match in _WORD.finditer(text):
         raw = match.group()
-        if _HAN.search(raw) or regex.search(r"[.'’]", raw):
+        if _HAN.search(raw) or _JOINER.search(raw):
             continue
         parts = _identifier_parts(raw)
         if not parts:
