@@ -69,13 +69,64 @@ def scores(runs: dict[str, list[str]], d: BeirDataset, ids: list[str]) -> dict[s
     return {k: round(s[k], 3) for k in ("nDCG@10", "recall@6", "recall@10")}
 
 
+TRANSLATE = ("Translate the user's question into English. Reply with the English question "
+             "only, nothing else.")
+
+
+def translated(base: Settings, data: dict[str, BeirDataset], n: int, model: str) -> None:
+    """``--translate N``: the first ``n`` test questions of ru->en and zh->en translated into
+    English by the configured LLM (the bundled model by default), then searched as English
+    questions (BM25 alone and the pipeline); prints the seconds per translation and the
+    nDCG@10 / recall@6 against the untranslated question on the same questions."""
+    from citewise.answer.factory import open_provider
+
+    provider = open_provider(base)
+    assert provider is not None, "set an LLM provider (CITEWISE_LLM_PROVIDER)"
+    list(provider.stream([{"role": "user", "content": "Hi"}], max_tokens=1, temperature=0.0))
+    for q_lang in ("ru", "zh"):
+        d = pair(data, q_lang, "en", 0)
+        ids = split(d)["test"][:n]
+        store, embedder = build_index(d, base, model, base.home / "eval")
+        ret = Retriever(base, store, embedder)
+        english: dict[str, str] = {}
+        seconds = []
+        for q in ids:
+            t0 = time.perf_counter()
+            english[q] = " ".join("".join(provider.stream(
+                [{"role": "system", "content": TRANSLATE},
+                 {"role": "user", "content": d.queries[q]}],
+                max_tokens=64, temperature=0.0)).split())
+            seconds.append(time.perf_counter() - t0)
+        runs = {
+            "BM25, question as asked": {q: _doc_ranking(ret.rank(
+                d.queries[q], mode=SearchMode.SPARSE, rerank=False)) for q in ids},
+            "pipeline, question as asked": {q: _doc_ranking(ret.rank(
+                d.queries[q], rerank=False)) for q in ids},
+            "BM25, LLM translation": {q: _doc_ranking(ret.rank(
+                english[q], mode=SearchMode.SPARSE, rerank=False)) for q in ids},
+            "pipeline, LLM translation": {q: _doc_ranking(ret.rank(
+                english[q], rerank=False)) for q in ids}}
+        print(json.dumps({"translate": f"{q_lang}->en", "model": model, "questions": len(ids),
+                          "seconds_per_translation": round(mean(seconds), 2),
+                          "max_seconds": round(max(seconds), 2),
+                          "examples": [[d.queries[q], english[q]] for q in ids[:3]],
+                          "test": {k: scores(v, d, ids) for k, v in runs.items()}},
+                         ensure_ascii=False), flush=True)
+        store.close()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--models", nargs="+", default=["minilm", "use", "e5"])
     ap.add_argument("--queries", type=int, default=240, help="questions per pair (0: all)")
+    ap.add_argument("--translate", type=int, default=0, metavar="N",
+                    help="only measure an LLM translation of N test questions (ru, zh -> en)")
     args = ap.parse_args()
     base = Settings(threads=int(os.environ.get("CITEWISE_THREADS", "1")))
     data = xquad()
+    if args.translate:
+        translated(base, data, args.translate, args.models[0])
+        return
     rows = []
     for model in args.models:
         per_pair = []

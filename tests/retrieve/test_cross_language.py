@@ -91,6 +91,10 @@ def test_an_english_only_model_answers_a_russian_question_with_a_notice(make_eng
     engine = make_engine(abstain=False, min_score=0.0)  # minilm, English only
     engine.ingest([folder])
     question = "Сколько лет гарантия на K2?"
+    # minilm cannot match Russian to English: no cross-language weight, ru keeps its own
+    assert not engine.retriever.cross_language("ru")
+    used, at_ru = fused_scores(engine, question, 0.6)
+    assert used == pytest.approx(at_ru)
     events = list(engine.ask_stream(question, extractive=True))
     notices = [e.message for e in events if isinstance(e, StatusEvent) and e.stage == "notice"]
     assert len(notices) == 1

@@ -404,17 +404,21 @@ class Retriever:
         return counts.get(language, 0) < ROUTING_MIN_SHARE * sum(counts.values())
 
     def cross_language(self, language: str) -> bool:
-        """Whether a question detected as ``language`` is cross-language: the language is
-        determined, and under :data:`ROUTING_MIN_SHARE` of the index's chunks (with a detected
-        language) are in it, as for a Russian question over English documents. Its words
-        rarely occur in the chunks, so weighted fusion uses
-        :attr:`Settings.cross_language_alpha` (docs/benchmarks.md, "Cross-language
-        questions")."""
+        """Whether a question detected as ``language`` is a cross-language question the dense
+        leg can match: the language is determined, under :data:`ROUTING_MIN_SHARE` of the
+        index's chunks (with a detected language) are in it, and the embedding model reads
+        both it and the index's most common language (``use``/``e5`` for a Russian question
+        over English documents; not ``minilm``, English only). Its words rarely occur in the
+        chunks, so weighted fusion uses :attr:`Settings.cross_language_alpha`
+        (docs/benchmarks.md, "Cross-language questions")."""
         if not language or language == UNDETERMINED:
             return False
         counts = self.store.languages()
         total = sum(counts.values())
-        return total > 0 and counts.get(language, 0) < ROUTING_MIN_SHARE * total
+        if not total or counts.get(language, 0) >= ROUTING_MIN_SHARE * total:
+            return False
+        main = max(counts, key=lambda lang: counts[lang])
+        return self.embedder.models_language(language) and self.embedder.models_language(main)
 
     def reranks(self, language: str) -> bool:
         """Whether a question detected as ``language`` is reranked: a reranker is loaded and
