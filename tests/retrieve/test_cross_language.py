@@ -8,20 +8,20 @@ from dataclasses import replace
 
 import pytest
 
-from citewise.types import StatusEvent
 from citewise.config import CROSS_LANGUAGE_ALPHA, Settings
 from citewise.retrieve.fusion import weighted
 from citewise.text.language import detect_language
+from citewise.types import StatusEvent
 
 EN_DOCS = {
     "kettle.md": "# Kettle\n\nThe K2 kettle switches itself off when the water boils. Its "
-                 "warranty lasts two years from the date of purchase.\n",
+    "warranty lasts two years from the date of purchase.\n",
     "toaster.md": "# Toaster\n\nThe T1 toaster has seven browning levels and a removable crumb "
-                  "tray that should be emptied every week.\n",
+    "tray that should be emptied every week.\n",
     "stove.md": "# Stove\n\nThe induction stove heats only pans with a magnetic base. The "
-                "stove's warranty is five years.\n",
+    "stove's warranty is five years.\n",
     "bicycle.md": "# Bicycle\n\nCheck the tyre pressure of the city bicycle once a month and "
-                  "oil the chain after riding in the rain.\n",
+    "oil the chain after riding in the rain.\n",
 }
 RU_QUESTION = "Сколько уровней обжарки у тостера?"  # answered by toaster.md
 ZH_QUESTION = "自行车的轮胎气压多久检查一次？"  # answered by bicycle.md
@@ -33,8 +33,7 @@ def use_engine(make_engine, tmp_path):  # type: ignore[no-untyped-def]
     folder.mkdir()
     for name, text in EN_DOCS.items():
         (folder / name).write_text(text, encoding="utf-8")
-    engine = make_engine(embedding_model="use", language_routing=False,
-                         cross_language_alpha=0.1)
+    engine = make_engine(embedding_model="use", language_routing=False, cross_language_alpha=0.1)
     engine.ingest([folder])
     return engine
 
@@ -42,8 +41,10 @@ def use_engine(make_engine, tmp_path):  # type: ignore[no-untyped-def]
 def fused_scores(engine, question: str, alpha: float) -> tuple[dict[str, float], dict[str, float]]:  # type: ignore[no-untyped-def]
     """(the pipeline's fused score per chunk, the fused scores of its two legs at ``alpha``)."""
     r = engine.retriever
-    dense, sparse = ([replace(h, score=h.fused) for h in r.rank(question, mode=m, rerank=False)]
-                     for m in ("dense", "sparse"))
+    dense, sparse = (
+        [replace(h, score=h.fused) for h in r.rank(question, mode=m, rerank=False)]
+        for m in ("dense", "sparse")
+    )
     used = {h.chunk_id: h.fused for h in r.rank(question, rerank=False)}
     return used, {h.chunk_id: h.fused for h in weighted(dense, sparse, alpha=alpha)}
 
@@ -76,14 +77,15 @@ def test_a_cross_language_question_is_fused_with_the_cross_language_weight(use_e
 
 def test_the_cross_language_default_comes_from_the_setting() -> None:
     # chosen on the XQuAD dev halves (docs/benchmarks.md, Cross-language questions)
-    assert Settings().cross_language_alpha == CROSS_LANGUAGE_ALPHA == 0.2
+    assert Settings().cross_language_alpha == CROSS_LANGUAGE_ALPHA == 0.0
     assert Settings(cross_language_alpha="0.7").cross_language_alpha == 0.7
     with pytest.raises(ValueError, match="cross_language_alpha"):
         Settings(cross_language_alpha=1.5)
 
 
-def test_an_english_only_model_answers_a_russian_question_with_a_notice(make_engine,
-                                                                         tmp_path) -> None:
+def test_an_english_only_model_answers_a_russian_question_with_a_notice(
+    make_engine, tmp_path
+) -> None:
     folder = tmp_path / "docs"
     folder.mkdir()
     for name, text in EN_DOCS.items():
