@@ -179,6 +179,12 @@ def main() -> None:
         metavar="N",
         help="only measure an LLM translation of N test questions (ru, zh -> en)",
     )
+    ap.add_argument(
+        "--pairs",
+        nargs="+",
+        default=[f"{q}-{c}" for q, c in PAIRS],
+        help="question-corpus language pairs, such as ru-en",
+    )
     ap.add_argument("--save", help="append each pair's top-10 rankings to this JSON-lines file")
     args = ap.parse_args()
     base = Settings(threads=int(os.environ.get("CITEWISE_THREADS", "1")))
@@ -189,7 +195,7 @@ def main() -> None:
     rows = []
     for model in args.models:
         per_pair = []
-        for q_lang, c_lang in PAIRS:
+        for q_lang, c_lang in (tuple(p.split("-")) for p in args.pairs):
             d = pair(data, q_lang, c_lang, args.queries)
             t0 = time.perf_counter()
             store, embedder = build_index(d, base, model, base.home / "eval")
