@@ -64,6 +64,14 @@ def _check_toml(path: Path) -> None:
 #: XQuAD-ru dev 0.975 against 0.962. zh and en keep 0.4 (best on their dev halves).
 ALPHA_BY_LANGUAGE: dict[str, float] = {"kk": 0.8, "ru": 0.6}
 
+#: Default :attr:`Settings.cross_language_alpha`: the BM25 weight of weighted fusion for a
+#: question whose language the index holds little of, chosen on the XQuAD dev halves of
+#: ru/zh->en and en->ru/zh with ``use`` (docs/benchmarks.md "Cross-language questions"): the
+#: best mean dev nDCG@10 among the weights below neither leg on any pair; 0.2 was best on the
+#: mean (0.883 against 0.881) but below the dense leg on en->ru (0.882 against 0.902). 0.0
+#: ranks such a question by the dense leg (BM25 alone: nDCG@10 0.15-0.37 there).
+CROSS_LANGUAGE_ALPHA = 0.0
+
 #: A collection's name: the folder under $home/collections/ and the value stored per document.
 COLLECTION_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"
 COLLECTION_NAME = re.compile(COLLECTION_PATTERN)
@@ -184,6 +192,13 @@ class Settings(BaseSettings):
         description="Weight of BM25 in weighted fusion for questions detected in a language "
         "(ISO 639-1 code -> weight in [0, 1], a JSON object: '{\"kk\": 0.9}'); other languages "
         "use alpha. Defaults chosen on dev splits (docs/retrieval.md).",
+    )
+    cross_language_alpha: float = Field(
+        CROSS_LANGUAGE_ALPHA, ge=0.0, le=1.0,
+        description="Weight of BM25 in weighted fusion for a cross-language question: one whose "
+        "detected language holds under 10% of the index's chunks (a Russian question over "
+        "English documents), whose words BM25 rarely finds. Overrides alpha_by_language for "
+        "it. Chosen on XQuAD dev splits (docs/retrieval.md).",
     )
     rrf_k: int = Field(60, ge=1, description="RRF constant k (Cormack et al., 2009).")
     dense_k: int = Field(50, ge=1, description="Candidates taken from dense search.")

@@ -267,7 +267,10 @@ class Engine:
 
         Each status comes before the slow step it names: "searching the documents" (stage
         ``retrieve``, :meth:`search_stream`; after a ``notice`` "the question is N characters
-        long: only its last M are searched" when it is longer than ``max_query_chars``), "reading N passages from M files" (``read``),
+        long: only its last M are searched" when it is longer than ``max_query_chars``), "reading N passages from M files" (``read``; then a
+        ``notice`` naming a multilingual embedding model when the question's language is
+        one the index holds little of and its model does not read, such as a Russian
+        question over English documents with ``minilm``),
         "starting the local model" (``load``, when this engine first opens the bundled
         model) and "writing the answer with ..." (``generate``) or "quoting the evidence
         sentences" (``answer``). An empty index gives only the DoneEvent. The LLM is used

@@ -172,7 +172,10 @@ class AnswerService:
         """Yields the answer to ``question`` from a finished search: the ``read`` status with
         the real passage and file counts, then status and token events, then one DoneEvent (no
         hits: the DoneEvent alone). A declined question (:meth:`read`) gets the not-found
-        reply without a model call. The LLM answers unless ``extractive``, the provider is
+        reply without a model call; an answered one in a language the index holds little of
+        and the embedding model does not read gets a ``notice`` status saying so
+        (:meth:`language_hint`: a Russian question over English documents with ``minilm``).
+        The LLM answers unless ``extractive``, the provider is
         ``none`` or the answer style (:meth:`Settings.resolved_answer_style
         <citewise.config.Settings.resolved_answer_style>`) is ``quote`` with sentence evidence,
         the bundled model's default (``answer_style``: write, pick or pick-write; pick needs
@@ -198,6 +201,9 @@ class AnswerService:
             yield DoneEvent(Answer(question, reading.declined, (), False, "none",
                                    metrics=reading.timings_ms))
             return
+        hint = self.language_hint(question).strip()
+        if hint:  # a cross-language question the embedding model cannot match (issue 23, 6)
+            yield StatusEvent(hint, stage="notice")
         evidence = reading.evidence
         sentences = bool(reading.ranked)
 

@@ -316,6 +316,8 @@ class Retriever:
             extra = self.query_terms(lexical, language)
             terms = list(dict.fromkeys([*terms, *extra]))
         alpha = self.settings.alpha_for(language)  # the BM25 weight of weighted fusion
+        if self.cross_language(language):
+            alpha = self.settings.cross_language_alpha  # issue 23 item 6
         gated = mode is SearchMode.HYBRID and not self.dense_models(language)
         if gated:  # BM25 alone; the hybrid search only when it finds nothing
             mode = SearchMode.SPARSE
@@ -400,6 +402,23 @@ class Retriever:
             return True
         counts = self.store.languages()
         return counts.get(language, 0) < ROUTING_MIN_SHARE * sum(counts.values())
+
+    def cross_language(self, language: str) -> bool:
+        """Whether a question detected as ``language`` is a cross-language question the dense
+        leg can match: the language is determined, under :data:`ROUTING_MIN_SHARE` of the
+        index's chunks (with a detected language) are in it, and the embedding model reads
+        both it and the index's most common language (``use``/``e5`` for a Russian question
+        over English documents; not ``minilm``, English only). Its words rarely occur in the
+        chunks, so weighted fusion uses :attr:`Settings.cross_language_alpha`
+        (docs/benchmarks.md, "Cross-language questions")."""
+        if not language or language == UNDETERMINED:
+            return False
+        counts = self.store.languages()
+        total = sum(counts.values())
+        if not total or counts.get(language, 0) >= ROUTING_MIN_SHARE * total:
+            return False
+        main = max(counts, key=lambda lang: counts[lang])
+        return self.embedder.models_language(language) and self.embedder.models_language(main)
 
     def reranks(self, language: str) -> bool:
         """Whether a question detected as ``language`` is reranked: a reranker is loaded and
