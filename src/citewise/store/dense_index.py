@@ -207,8 +207,13 @@ def exact_top(vectors: np.ndarray, query: np.ndarray, k: int,
     only) by dot product with float32 (dim,) ``query``, as :func:`best_of` gives them but
     indexing ``vectors``. The rows are gathered first when they are under a quarter of
     ``vectors``, else every vector is scored and the rows' scores taken; up to
-    :data:`_UNTHREADED_ROWS` gathered rows are scored by NumPy's own loop, not BLAS."""
+    :data:`_UNTHREADED_ROWS` gathered rows (or vectors, without ``rows``) are scored by
+    NumPy's own loop, not BLAS, so a chunk's score is the same bits on either path."""
     if rows is None:
+        # the same loop as a shortlist's below, so that a chunk's score does not depend on
+        # the path that found it (BLAS and einsum may differ in the last bit)
+        if vectors.shape[0] <= _UNTHREADED_ROWS:
+            return best_of(np.einsum("ij,j->i", vectors, query), k)
         return best_of(vectors @ query, k)
     if rows.shape[0] <= _UNTHREADED_ROWS:  # a shortlist: no BLAS threads (see the constant)
         local, scores = best_of(np.einsum("ij,j->i", vectors[rows], query), k)
