@@ -12,7 +12,7 @@ CUAD ``train`` contracts and recalibrate every threshold on the ``calibrate`` on
    regression (liblinear, ``C = --c``, balanced class weights) over all train units, so every
    unit not of the type is a negative, the hard ones included (other clauses, their headings
    and neighbours). Then *hard-negative mining* (:func:`hard_negative_weights`): the
-   negatives that this first fit scores in the top ``1 - --hard-quantile`` of the type's
+   negatives that are not bare headings and that this first fit scores in the top ``1 - --hard-quantile`` of the type's
    negatives (the units most like the type that are not labelled with it: a termination for
    cause beside a termination for convenience, a cap beside an uncapped carve-out) get sample
    weight ``--hard-weight`` and the regression is fitted again (``--hard-weight 1``: one fit,
@@ -75,13 +75,16 @@ def train_views(cuad: Path) -> tuple[list[tuple[str, ...]], list[list[str]]]:
 
 
 def hard_negative_weights(scores: np.ndarray, target: np.ndarray, quantile: float,
-                          weight: float) -> np.ndarray:
-    """Sample weights for the second fit: ``weight`` for each negative (``target`` False)
-    whose first-fit score (``scores``, shape (n,), higher is more typical of the type) is at
-    least the ``quantile`` of the negatives' scores, 1 for every other unit; float64, shape
-    (n,)."""
+                          weight: float, eligible: np.ndarray | None = None) -> np.ndarray:
+    """Sample weights for the second fit: ``weight`` for each eligible negative (``target``
+    False, ``eligible`` True; all units when ``eligible`` is None) whose first-fit score
+    (``scores``, shape (n,), higher is more typical of the type) is at least the ``quantile``
+    of the eligible negatives' scores, 1 for every other unit; float64, shape (n,). The
+    scanner never cites a bare heading as a clause found, so headings are left out of the
+    mining: pushing a section heading ("7. Covenant Not to Compete") down only hides the
+    ``needs review`` flag it raises when the section has no text."""
     out = np.ones(len(target))
-    negative = ~target
+    negative = ~target if eligible is None else ~target & eligible
     if negative.any() and weight != 1.0:
         cut = np.quantile(scores[negative], quantile)
         out[negative & (scores >= cut)] = weight
@@ -97,6 +100,7 @@ def fit(views: list[tuple[str, ...]], labels: list[list[str]], types: list[str],
     x = sp.hstack([w * vec.transform([v[i] for v in views])
                    for i, w in enumerate(VIEW_WEIGHTS)]).tocsr()
     size = len(vec.vocabulary_)
+    clauses = np.array([not is_bare_heading(v[0]) for v in views])  # never mined: headings
     weights = np.zeros((len(VIEWS), size, len(types)), dtype=np.float32)
     bias = np.zeros(len(types), dtype=np.float32)
     for j, ctype in enumerate(types):
@@ -105,7 +109,7 @@ def fit(views: list[tuple[str, ...]], labels: list[list[str]], types: list[str],
                                    solver="liblinear").fit(x, target)
         if hard_weight != 1.0:
             weight = hard_negative_weights(model.decision_function(x), target, hard_quantile,
-                                           hard_weight)
+                                           hard_weight, clauses)
             model = LogisticRegression(C=c, max_iter=1000, class_weight="balanced",
                                        solver="liblinear").fit(x, target, sample_weight=weight)
         coef = model.coef_[0].reshape(len(VIEWS), size) * np.array(VIEW_WEIGHTS)[:, None]
@@ -126,7 +130,7 @@ def main() -> None:
     ap.add_argument("--embedding-scale", type=float, default=0.0)
     ap.add_argument("--hard-quantile", type=float, default=0.99,
                     help="negatives scoring above this quantile of a type's negatives are hard")
-    ap.add_argument("--hard-weight", type=float, default=10.0,
+    ap.add_argument("--hard-weight", type=float, default=20.0,
                     help="sample weight of the hard negatives in the second fit (1: no mining)")
     args = ap.parse_args()
     started = time.perf_counter()

@@ -95,16 +95,16 @@ def test_shipped_thresholds_and_trained_scores(engine):
 #: fifth round: the lexical finder's second fit up-weights such hard negatives
 NEAR_MISSES = [
     ("Termination For Convenience",
-     "Either party may terminate this Agreement at any time, for any reason or no reason, upon "
-     "thirty (30) days prior written notice to the other party.",
-     "Either party may terminate this Agreement upon thirty (30) days prior written notice if "
-     "the other party materially breaches this Agreement and fails to cure such breach."),
+     ("Either party may terminate this Agreement at any time, for any reason or no reason, "
+      "upon thirty (30) days prior written notice to the other party."),
+     ("Either party may terminate this Agreement upon thirty (30) days prior written notice "
+      "if the other party materially breaches this Agreement and fails to cure such breach.")),
     ("Ip Ownership Assignment",
-     "All inventions, works of authorship and developments made by Consultant in performing "
-     "the Services shall be the sole property of Company, and Consultant hereby assigns to "
-     "Company all right, title and interest therein.",
-     "Each party retains all right, title and interest in and to its own pre-existing "
-     "intellectual property."),
+     ("All inventions, works of authorship and developments made by Consultant in performing "
+      "the Services shall be the sole property of Company, and Consultant hereby assigns to "
+      "Company all right, title and interest therein."),
+     ("Each party retains all right, title and interest in and to its own pre-existing "
+      "intellectual property.")),
 ]
 
 
