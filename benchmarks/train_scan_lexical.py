@@ -11,11 +11,17 @@ CUAD ``train`` contracts and recalibrate every threshold on the ``calibrate`` on
 3. Per type (``--types``, default the types of the ``default`` playbook): a logistic
    regression (liblinear, ``C = --c``, balanced class weights) over all train units, so every
    unit not of the type is a negative, the hard ones included (other clauses, their headings
-   and neighbours). Weights smaller than ``--prune`` in magnitude are dropped (stored as
-   float16 sparse coordinates).
+   and neighbours). Then *hard-negative mining* (:func:`hard_negative_weights`): the
+   negatives that are not bare headings and that this first fit scores in the top ``1 - --hard-quantile`` of the type's
+   negatives (the units most like the type that are not labelled with it: a termination for
+   cause beside a termination for convenience, a cap beside an uncapped carve-out) get sample
+   weight ``--hard-weight`` and the regression is fitted again (``--hard-weight 1``: one fit,
+   as before issue 25's fifth round). Weights smaller than ``--prune`` in magnitude are
+   dropped (stored as float16 sparse coordinates).
 4. A lexical type's score becomes ``lexical logit + --embedding-scale * embedding score``
-   (the embedding score of ``train_scan_classifier.py``, which keeps the playbook's examples
-   in play); on the ``calibrate`` contracts the F1, review and confident thresholds of every
+   (the embedding score of ``train_scan_classifier.py``, through which a playbook's example
+   clauses count; the default 0 since the fifth round of issue 25, where the mined
+   regression alone measured best on the calibrate split, see docs/benchmarks.md); on the ``calibrate`` contracts the F1, review and confident thresholds of every
    type are recomputed (``build_scan_prototypes.verdict_thresholds``), from the best unit of
    each contract that is not a bare heading, as the scanner cites it.
 
@@ -68,20 +74,44 @@ def train_views(cuad: Path) -> tuple[list[tuple[str, ...]], list[list[str]]]:
     return views, labels
 
 
+def hard_negative_weights(scores: np.ndarray, target: np.ndarray, quantile: float,
+                          weight: float, eligible: np.ndarray | None = None) -> np.ndarray:
+    """Sample weights for the second fit: ``weight`` for each eligible negative (``target``
+    False, ``eligible`` True; all units when ``eligible`` is None) whose first-fit score
+    (``scores``, shape (n,), higher is more typical of the type) is at least the ``quantile``
+    of the eligible negatives' scores, 1 for every other unit; float64, shape (n,). The
+    scanner never cites a bare heading as a clause found, so headings are left out of the
+    mining: pushing a section heading ("7. Covenant Not to Compete") down only hides the
+    ``needs review`` flag it raises when the section has no text."""
+    out = np.ones(len(target))
+    negative = ~target if eligible is None else ~target & eligible
+    if negative.any() and weight != 1.0:
+        cut = np.quantile(scores[negative], quantile)
+        out[negative & (scores >= cut)] = weight
+    return out
+
+
 def fit(views: list[tuple[str, ...]], labels: list[list[str]], types: list[str], c: float,
-        max_features: int, prune: float) -> LexicalModel:
+        max_features: int, prune: float, hard_quantile: float = 0.99,
+        hard_weight: float = 1.0) -> LexicalModel:
     vec = TfidfVectorizer(ngram_range=(1, 2), min_df=3, sublinear_tf=True,
                           max_features=max_features, dtype=np.float32)
     vec.fit([v[0] for v in views])
     x = sp.hstack([w * vec.transform([v[i] for v in views])
                    for i, w in enumerate(VIEW_WEIGHTS)]).tocsr()
     size = len(vec.vocabulary_)
+    clauses = np.array([not is_bare_heading(v[0]) for v in views])  # never mined: headings
     weights = np.zeros((len(VIEWS), size, len(types)), dtype=np.float32)
     bias = np.zeros(len(types), dtype=np.float32)
     for j, ctype in enumerate(types):
         target = np.array([ctype in ts for ts in labels])
         model = LogisticRegression(C=c, max_iter=1000, class_weight="balanced",
                                    solver="liblinear").fit(x, target)
+        if hard_weight != 1.0:
+            weight = hard_negative_weights(model.decision_function(x), target, hard_quantile,
+                                           hard_weight, clauses)
+            model = LogisticRegression(C=c, max_iter=1000, class_weight="balanced",
+                                       solver="liblinear").fit(x, target, sample_weight=weight)
         coef = model.coef_[0].reshape(len(VIEWS), size) * np.array(VIEW_WEIGHTS)[:, None]
         weights[:, :, j], bias[j] = coef, model.intercept_[0]
         print(f"{ctype:<36} {int(target.sum()):>5} positive units", flush=True)
@@ -97,13 +127,18 @@ def main() -> None:
     ap.add_argument("--c", type=float, default=4.0)
     ap.add_argument("--max-features", type=int, default=60000)
     ap.add_argument("--prune", type=float, default=0.01)
-    ap.add_argument("--embedding-scale", type=float, default=0.2)
+    ap.add_argument("--embedding-scale", type=float, default=0.0)
+    ap.add_argument("--hard-quantile", type=float, default=0.99,
+                    help="negatives scoring above this quantile of a type's negatives are hard")
+    ap.add_argument("--hard-weight", type=float, default=20.0,
+                    help="sample weight of the hard negatives in the second fit (1: no mining)")
     args = ap.parse_args()
     started = time.perf_counter()
     types = args.types or list(dict.fromkeys(r.clause_type for r in load_playbook("default").rules))
     views, labels = train_views(args.cuad)
     print(f"{len(views)} train units", flush=True)
-    lexical = fit(views, labels, types, args.c, args.max_features, args.prune)
+    lexical = fit(views, labels, types, args.c, args.max_features, args.prune, args.hard_quantile,
+                  args.hard_weight)
     kept = int(np.count_nonzero(lexical.weights))
     print(f"{kept} weights kept of {lexical.weights.size}", flush=True)
 

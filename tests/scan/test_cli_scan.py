@@ -89,7 +89,10 @@ def test_scan_text_pdf_and_docx(env):
     # the table wraps cells to the terminal width, so only single words are compared here
     assert "York" in out and "needs review" in out and "not found" in out and out.endswith(" s")
     assert "section" in out and "“15." in out and "validity" in out  # numbers, quotes
-    assert re.search(r"1 deviates, 2 needs review, 6 not found, 2 compliant; \d+\.\d s$", out)
+    # since the lexical finder's hard-negative mining (issue 25, fifth round) the contract's
+    # change-of-control clause ("shall terminate in the event of a significant change in the
+    # management or ownership") is cited for review (before: not found)
+    assert re.search(r"1 deviates, 3 needs review, 5 not found, 2 compliant; \d+\.\d s$", out)
 
     write_pdf(env / "contract.pdf")
     report = scan_json(env / "contract.pdf", "--playbook", "default")
