@@ -33,11 +33,10 @@ from statistics import mean
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from leg_weights import paired  # noqa: E402
+from leg_weights import paired, scores, split  # noqa: E402
 
 from citewise.config import SearchMode, Settings  # noqa: E402
 from citewise.eval.datasets import BeirDataset, load_squad_retrieval  # noqa: E402
-from citewise.eval.metrics import evaluate  # noqa: E402
 from citewise.eval.run import _doc_ranking, build_index  # noqa: E402
 from citewise.retrieve.retriever import Retriever  # noqa: E402
 from citewise.text.language import detect_language  # noqa: E402
@@ -71,16 +70,6 @@ def pair(data: dict[str, BeirDataset], q_lang: str, c_lang: str, queries: int) -
         {q: c.qrels[q] for q in ids},
         c.split,
     )
-
-
-def split(d: BeirDataset) -> dict[str, list[str]]:
-    ids = sorted(d.queries)
-    return {"dev": ids[0::2], "test": ids[1::2]}
-
-
-def scores(runs: dict[str, list[str]], d: BeirDataset, ids: list[str]) -> dict[str, float]:
-    s = evaluate({q: runs[q] for q in ids}, {q: d.qrels[q] for q in ids}, ks=(6, 10))
-    return {k: round(s[k], 3) for k in ("nDCG@10", "recall@6", "recall@10")}
 
 
 def below_a_leg(per_pair: list[dict], a: float) -> list[str]:  # type: ignore[type-arg]
