@@ -18,70 +18,27 @@ def _merge(dense: Sequence[Hit], sparse: Sequence[Hit]) -> dict[str, Hit]:
     """Union by chunk id, keeping both legs' scores on one hit."""
     merged: dict[str, Hit] = {}
     for hit in dense:
-        merged[hit.chunk_id] = _copy(
-            hit,
-            source="dense",
-            dense=hit.score,
-            sparse=hit.sparse,
-            fused=hit.fused,
-            score=hit.score,
-        )
+        merged[hit.chunk_id] = _copy(hit, "dense", hit.score, hit.sparse, hit.fused, hit.score)
     for hit in sparse:
         both = merged.get(hit.chunk_id)
-        if both is not None:
-            merged[hit.chunk_id] = _copy(
-                both,
-                source="hybrid",
-                dense=both.dense,
-                sparse=hit.score,
-                fused=both.fused,
-                score=both.score,
-            )
-        else:
-            merged[hit.chunk_id] = _copy(
-                hit,
-                source="sparse",
-                dense=hit.dense,
-                sparse=hit.score,
-                fused=hit.fused,
-                score=hit.score,
-            )
+        merged[hit.chunk_id] = (
+            _copy(hit, "sparse", hit.dense, hit.score, hit.fused, hit.score) if both is None
+            else _copy(both, "hybrid", both.dense, hit.score, both.fused, both.score))
     return merged
 
 
-def _copy(
-    hit: Hit,
-    *,
-    source: HitSource,
-    dense: float | None,
-    sparse: float | None,
-    fused: float | None,
-    score: float,
-) -> Hit:
-    """``dataclasses.replace(hit, ...)`` of these fields, by the constructor (a fraction of
-    the time; fusion makes two per candidate)."""
-    return Hit(
-        chunk_id=hit.chunk_id,
-        score=score,
-        source=source,
-        dense=dense,
-        sparse=sparse,
-        fused=fused,
-        rerank=hit.rerank,
-        relevance=hit.relevance,
-        chunk=hit.chunk,
-        document=hit.document,
-        duplicates=hit.duplicates,
-    )
+def _copy(hit: Hit, source: HitSource, dense: float | None, sparse: float | None,
+          fused: float | None, score: float) -> Hit:
+    """``dataclasses.replace(hit, source=, dense=, sparse=, fused=, score=)``, by the
+    constructor (a fraction of the time; fusion makes two per candidate)."""
+    return Hit(chunk_id=hit.chunk_id, score=score, source=source, dense=dense, sparse=sparse,
+               fused=fused, rerank=hit.rerank, relevance=hit.relevance, chunk=hit.chunk,
+               document=hit.document, duplicates=hit.duplicates)
 
 
 def _ranked(hits: dict[str, Hit], scores: dict[str, float]) -> list[Hit]:
-    out = [
-        _copy(
-            h, source=h.source, dense=h.dense, sparse=h.sparse, fused=scores[cid], score=scores[cid]
-        )
-        for cid, h in hits.items()
-    ]
+    out = [_copy(h, h.source, h.dense, h.sparse, scores[cid], scores[cid])
+           for cid, h in hits.items()]
     out.sort(key=lambda h: (-h.score, h.chunk_id))
     return out
 
