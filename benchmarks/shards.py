@@ -20,14 +20,21 @@ stages (``Retriever`` timings: embed, dense, sparse, fusion, load, select), whet
 the same top 50 (scores to the last bit, ids up to order among equal scores), and the load
 average per phase.
 
+Loading 1M chunks twice takes about an hour on 2 cores, so ``--keep DIR`` keeps the three
+servers' data folders in ``DIR``: with ``--load-only`` the run loads, vacuums and stops there;
+a later run with the same ``--keep DIR`` starts those servers again and goes straight to the
+queries (on idle cores, whatever else ran during the load).
+
 Usage::
 
     python benchmarks/shards.py --chunks 100000 [--queries 100] [--buffers 2GB]
+    python benchmarks/shards.py --chunks 1000000 --keep /work/pg1m --load-only   # then again without
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import threading
@@ -117,7 +124,12 @@ def main() -> None:
                     "(each shard gets half)")
     ap.add_argument("--build-memory", default="1GB", help="maintenance_work_mem (HNSW build)")
     ap.add_argument("--work", type=Path, default=Path("/tmp/citewise-bench"))
+    ap.add_argument("--keep", type=Path, help="keep the servers' data folders here; reuse them "
+                    "when an earlier run loaded them")
+    ap.add_argument("--load-only", action="store_true", help="with --keep: load and stop")
     args = ap.parse_args()
+    if args.load_only and not args.keep:
+        ap.error("--load-only needs --keep DIR")
     note("start")
     n = args.chunks
     texts, terms, vecs = corpus(n, args.work)
@@ -132,107 +144,144 @@ def main() -> None:
     mb = int(args.buffers.removesuffix("GB")) * 1024 if args.buffers.endswith("GB") else int(
         args.buffers.removesuffix("MB"))
     common = f"-c synchronous_commit=off -c maintenance_work_mem={args.build_memory}"
-    servers = [pgserver.start(durable=True, extra=f"{common} -c shared_buffers={mb}MB")]
-    servers += [pgserver.start(durable=True, extra=f"{common} -c shared_buffers={mb // 2}MB")
-                for _ in range(2)]
+    extras = [f"{common} -c shared_buffers={m}MB" for m in (mb, mb // 2, mb // 2)]
+    marker = args.keep / f"loaded-{n}.json" if args.keep else None
+    reuse = marker is not None and marker.exists()
+    if reuse:
+        assert marker is not None
+        servers = [pgserver.PgServer(Path(d), p, Path(r)) for d, p, r in json.loads(marker.read_text())]
+        for s, extra in zip(servers, extras, strict=True):
+            s.restart(durable=True, extra=extra)
+    else:
+        roots = [args.keep / f"server{i}" for i in range(3)] if args.keep else [None] * 3
+        servers = [pgserver.start(durable=True, extra=e, root=r)
+                   for e, r in zip(extras, roots, strict=True)]
     rows: dict[str, dict[str, list[float]]] = {"single": {}, "sharded": {}}
     try:
         for s in servers:
             pgserver.wait_ready(s.url)
         single = PostgresStore(servers[0].url)
         sharded = ShardedPostgresStore([s.url for s in servers[1:]])
-        w, b = load(single, [docs[0::2], docs[1::2]], terms, vecs)
-        note(f"single server: writes {w:.0f} s ({n / w:,.0f} chunks/s), HNSW build {b:.0f} s; "
-             f"{n / (w + b):,.0f} chunks/s in all")
-        by_shard: list[list[tuple[int, Document, list[Chunk]]]] = [[], []]
-        for item in docs:
-            by_shard[sharded.shard_of(item[1].id)].append(item)
-        w, b = load(sharded, by_shard, terms, vecs)
-        note(f"2 shards ({len(by_shard[0])} / {len(by_shard[1])} documents): writes {w:.0f} s "
-             f"({n / w:,.0f} chunks/s), HNSW builds {b:.0f} s; {n / (w + b):,.0f} chunks/s in all")
-        for s in (single, *sharded.shards):
-            s.db.execute("VACUUM ANALYZE")
-        sizes = {"single": single.info().index_bytes, "sharded": sharded.info().index_bytes}
-        note(f"vacuumed; bytes {sizes}")
+        if reuse:
+            sizes = {"single": single.info().index_bytes, "sharded": sharded.info().index_bytes}
+            note(f"reused the servers loaded earlier in {args.keep}; bytes {sizes}")
+        else:
+            sizes = load_both(n, single, sharded, docs, terms, vecs)
         assert single.info().chunks == sharded.info().chunks == n
-        settings = Settings(home=args.work / "home", llm_provider="none")
-        embedder = load_embedder(settings.embedding_model, settings.threads)
-        stores = {"single": single, "sharded": sharded}
-        retrievers = {k: Retriever(settings, s, embedder) for k, s in stores.items()}
-        equal_bm25: list[bool] = []
-        stages: dict[tuple[str, str, str], list[float]] = {}
-        recall: dict[str, list[float]] = {"single": [], "sharded": []}
-
-        def timed(name: str, key: str, fn: Any) -> Any:
-            t0 = time.perf_counter()
-            out = fn()
-            rows[name].setdefault(key, []).append((time.perf_counter() - t0) * 1000)
-            return out
-
-        for i in range(-3, len(queries)):  # 3 warm-up rounds, not recorded
-            j = max(i, 0)
-            order = ["single", "sharded"] if i % 2 == 0 else ["sharded", "single"]
-            got: dict[str, Any] = {}
-            for name in order:
-                dense = timed(name, "dense top-50 (HNSW ef 100)",
-                              lambda s=stores[name], j=j: s.dense_search(qvecs[j], K))
-                recall[name].append(len(exact[j] & {int(h.chunk_id[1:]) for h in dense}) / K)
-                got[name] = timed(name, "BM25 top-50 (SQL postings)",
-                                  lambda s=stores[name], j=j: s.sparse_search(q_terms[j], K))
-                out = timed(name, "hybrid end to end (SQL BM25)",
-                            lambda r=retrievers[name], j=j: r.search(queries[j]))
-                for stage in STAGES if i >= 0 else ():  # warm-up rounds left out
-                    stages.setdefault((name, "SQL BM25", stage), []).append(
-                        out.timings_ms.get(stage, 0.0))
-                rows[name].setdefault("hybrid without the query embedding (SQL BM25)", []).append(
-                    rows[name]["hybrid end to end (SQL BM25)"][-1] - out.timings_ms.get("embed_ms",
-                                                                                        0.0))
-            if i >= 0:
-                equal_bm25.append(same_ranking(got["sharded"], got["single"]))
-            else:
-                for r in rows.values():
-                    for v in r.values():
-                        v.pop()
-                for r in recall.values():
-                    r.pop()
-        note("SQL BM25 phase done")
-        indexed = {"single": PostgresStore(servers[0].url, bm25_index=True, bm25_build="wait"),
-                   "sharded": ShardedPostgresStore([s.url for s in servers[1:]],
-                                                   bm25_index=True, bm25_build="wait")}
-        for name, store in indexed.items():
-            t0 = time.perf_counter()
-            store.sparse_search(q_terms[0], K)  # builds the index (each shard its own, at once)
-            note(f"{name}: BM25 index built in {time.perf_counter() - t0:.1f} s")
-        retrievers = {k: Retriever(settings, s, embedder) for k, s in indexed.items()}
-        equal_index: list[bool] = []
-        for i in range(-3, len(queries)):
-            j = max(i, 0)
-            order = ["single", "sharded"] if i % 2 == 0 else ["sharded", "single"]
-            got = {}
-            for name in order:
-                got[name] = timed(name, "BM25 top-50 (in-memory index)",
-                                  lambda s=indexed[name], j=j: s.sparse_search(q_terms[j], K))
-                out = timed(name, "hybrid end to end (BM25 index)",
-                            lambda r=retrievers[name], j=j: r.search(queries[j]))
-                for stage in STAGES if i >= 0 else ():  # warm-up rounds left out
-                    stages.setdefault((name, "BM25 index", stage), []).append(
-                        out.timings_ms.get(stage, 0.0))
-                rows[name].setdefault("hybrid without the query embedding (BM25 index)",
-                                      []).append(rows[name]["hybrid end to end (BM25 index)"][-1]
-                                                 - out.timings_ms.get("embed_ms", 0.0))
-            if i >= 0:
-                equal_index.append(same_ranking(got["sharded"], got["single"]))
-            else:
-                for r in rows.values():
-                    for key in ("BM25 top-50 (in-memory index)", "hybrid end to end (BM25 index)",
-                                "hybrid without the query embedding (BM25 index)"):
-                        r[key].pop()
-        note("BM25 index phase done")
-        for s in (*indexed.values(), single, sharded):
-            s.close()
+        if args.load_only:
+            assert marker is not None
+            marker.write_text(json.dumps([[str(s.data), s.port, str(s.root)] for s in servers]))
+            single.close()
+            sharded.close()
+            note(f"loaded; servers kept in {args.keep} (run again without --load-only)")
+            return
+        measure(args, n, single, sharded, servers, queries, q_terms, qvecs, exact, rows, sizes)
     finally:
         for s in servers:
-            s.stop()
+            s.stop(delete=args.keep is None)
+
+
+def load_both(n: int, single: PostgresStore, sharded: ShardedPostgresStore,
+              docs: list[tuple[int, Document, list[Chunk]]], terms: list[str],
+              vecs: np.ndarray) -> dict[str, int]:
+    """Load the single server (two writers) and the shards (a writer each), then VACUUM
+    ANALYZE; the bytes each collection takes."""
+    w, b = load(single, [docs[0::2], docs[1::2]], terms, vecs)
+    note(f"single server: writes {w:.0f} s ({n / w:,.0f} chunks/s), HNSW build {b:.0f} s; "
+         f"{n / (w + b):,.0f} chunks/s in all")
+    by_shard: list[list[tuple[int, Document, list[Chunk]]]] = [[], []]
+    for item in docs:
+        by_shard[sharded.shard_of(item[1].id)].append(item)
+    w, b = load(sharded, by_shard, terms, vecs)
+    note(f"2 shards ({len(by_shard[0])} / {len(by_shard[1])} documents): writes {w:.0f} s "
+         f"({n / w:,.0f} chunks/s), HNSW builds {b:.0f} s; {n / (w + b):,.0f} chunks/s in all")
+    for s in (single, *sharded.shards):
+        s.db.execute("VACUUM ANALYZE")
+    sizes = {"single": single.info().index_bytes, "sharded": sharded.info().index_bytes}
+    note(f"vacuumed; bytes {sizes}")
+    return sizes
+
+
+def measure(args: argparse.Namespace, n: int, single: PostgresStore,
+            sharded: ShardedPostgresStore, servers: list[pgserver.PgServer], queries: list[str],
+            q_terms: list[str], qvecs: np.ndarray, exact: list[set[int]],
+            rows: dict[str, dict[str, list[float]]], sizes: dict[str, int]) -> None:
+    """The query phases; prints the tables."""
+    settings = Settings(home=args.work / "home", llm_provider="none")
+    embedder = load_embedder(settings.embedding_model, settings.threads)
+    stores = {"single": single, "sharded": sharded}
+    retrievers = {k: Retriever(settings, s, embedder) for k, s in stores.items()}
+    equal_bm25: list[bool] = []
+    stages: dict[tuple[str, str, str], list[float]] = {}
+    recall: dict[str, list[float]] = {"single": [], "sharded": []}
+
+    def timed(name: str, key: str, fn: Any) -> Any:
+        t0 = time.perf_counter()
+        out = fn()
+        rows[name].setdefault(key, []).append((time.perf_counter() - t0) * 1000)
+        return out
+
+    for i in range(-3, len(queries)):  # 3 warm-up rounds, not recorded
+        j = max(i, 0)
+        order = ["single", "sharded"] if i % 2 == 0 else ["sharded", "single"]
+        got: dict[str, Any] = {}
+        for name in order:
+            dense = timed(name, "dense top-50 (HNSW ef 100)",
+                          lambda s=stores[name], j=j: s.dense_search(qvecs[j], K))
+            recall[name].append(len(exact[j] & {int(h.chunk_id[1:]) for h in dense}) / K)
+            got[name] = timed(name, "BM25 top-50 (SQL postings)",
+                              lambda s=stores[name], j=j: s.sparse_search(q_terms[j], K))
+            out = timed(name, "hybrid end to end (SQL BM25)",
+                        lambda r=retrievers[name], j=j: r.search(queries[j]))
+            for stage in STAGES if i >= 0 else ():  # warm-up rounds left out
+                stages.setdefault((name, "SQL BM25", stage), []).append(
+                    out.timings_ms.get(stage, 0.0))
+            rows[name].setdefault("hybrid without the query embedding (SQL BM25)", []).append(
+                rows[name]["hybrid end to end (SQL BM25)"][-1] - out.timings_ms.get("embed_ms",
+                                                                                    0.0))
+        if i >= 0:
+            equal_bm25.append(same_ranking(got["sharded"], got["single"]))
+        else:
+            for r in rows.values():
+                for v in r.values():
+                    v.pop()
+            for r in recall.values():
+                r.pop()
+    note("SQL BM25 phase done")
+    indexed = {"single": PostgresStore(servers[0].url, bm25_index=True, bm25_build="wait"),
+               "sharded": ShardedPostgresStore([s.url for s in servers[1:]],
+                                               bm25_index=True, bm25_build="wait")}
+    for name, store in indexed.items():
+        t0 = time.perf_counter()
+        store.sparse_search(q_terms[0], K)  # builds the index (each shard its own, at once)
+        note(f"{name}: BM25 index built in {time.perf_counter() - t0:.1f} s")
+    retrievers = {k: Retriever(settings, s, embedder) for k, s in indexed.items()}
+    equal_index: list[bool] = []
+    for i in range(-3, len(queries)):
+        j = max(i, 0)
+        order = ["single", "sharded"] if i % 2 == 0 else ["sharded", "single"]
+        got = {}
+        for name in order:
+            got[name] = timed(name, "BM25 top-50 (in-memory index)",
+                              lambda s=indexed[name], j=j: s.sparse_search(q_terms[j], K))
+            out = timed(name, "hybrid end to end (BM25 index)",
+                        lambda r=retrievers[name], j=j: r.search(queries[j]))
+            for stage in STAGES if i >= 0 else ():  # warm-up rounds left out
+                stages.setdefault((name, "BM25 index", stage), []).append(
+                    out.timings_ms.get(stage, 0.0))
+            rows[name].setdefault("hybrid without the query embedding (BM25 index)",
+                                  []).append(rows[name]["hybrid end to end (BM25 index)"][-1]
+                                             - out.timings_ms.get("embed_ms", 0.0))
+        if i >= 0:
+            equal_index.append(same_ranking(got["sharded"], got["single"]))
+        else:
+            for r in rows.values():
+                for key in ("BM25 top-50 (in-memory index)", "hybrid end to end (BM25 index)",
+                            "hybrid without the query embedding (BM25 index)"):
+                    r[key].pop()
+    note("BM25 index phase done")
+    for s in (*indexed.values(), single, sharded):
+        s.close()
     print(f"\n{n:,} chunks x {DIM}-d, {len(queries)} queries, {os.cpu_count()} cores; "
           f"end {time.strftime('%H:%M:%S')} load {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     print("\n| measure (ms p50 / p95) | 1 server | 2 shards | 2 shards / 1 server (p50) |\n"

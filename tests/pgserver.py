@@ -127,9 +127,11 @@ class PgServer:
     def stop(self, delete: bool = True) -> None:
         stop(self.data, delete=delete)
 
-    def restart(self) -> None:
-        """Start again a server stopped with ``stop(delete=False)``: same data, same port."""
-        options = f"-h 127.0.0.1 -p {self.port} -k {self.root / 'sock'} {FAST}"
+    def restart(self, *, durable: bool = False, extra: str = "") -> None:
+        """Start again a server stopped with ``stop(delete=False)``: same data, same port;
+        ``durable`` and ``extra`` as for :func:`start`."""
+        options = (f"-h 127.0.0.1 -p {self.port} -k {self.root / 'sock'} "
+                   + ("" if durable else FAST) + " " + extra)
         _run([str(bin_dir() / "pg_ctl"), "-D", str(self.data), "-o", options, "-l",
               str(self.root / "log"), "-w", "-t", "60", "start"])
 
