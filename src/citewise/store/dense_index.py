@@ -675,6 +675,35 @@ class DenseIndex:
         at, rowids = at[inside], rowids[inside]
         return np.unique(at[self.rowids[at] == rowids])
 
+    def vectors_of(self, rowids: np.ndarray) -> np.ndarray | None:
+        """float32 (m, dim) vectors of int64 ``rowids`` (in their order; a C-contiguous
+        copy, not a view of a mapped file), or None when one of them is not indexed."""
+        rowids = np.asarray(rowids, dtype=np.int64)
+        keys = self.rowids.view(np.ndarray)
+        at = np.searchsorted(keys, rowids)
+        if at.shape[0] and (int(at.max()) >= keys.shape[0]
+                            or not np.array_equal(keys[at], rowids)):
+            return None
+        return self.vectors.view(np.ndarray)[at]
+
+    def caught_up(self, generation: int, touched: np.ndarray, rowids: np.ndarray,
+                  vectors: np.ndarray) -> CaughtUpDenseIndex:
+        """This index brought to the newer state ``generation``: int64 ``touched`` are the
+        row keys of every chunk inserted or deleted since :attr:`generation` (the chunk
+        log's), int64 (e,) ascending ``rowids`` those of them the newer state holds, with
+        their float32 (e, dim) ``vectors``. Raises ValueError when ``rowids`` are not
+        ascending, not all touched, or do not fit ``vectors``."""
+        touched = np.unique(np.asarray(touched, dtype=np.int64))
+        rowids = np.asarray(rowids, dtype=np.int64)
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32).reshape(
+            rowids.shape[0], self.vectors.shape[1])
+        if rowids.shape[0] and (bool(np.any(np.diff(rowids) <= 0))
+                                or not bool(np.all(np.isin(rowids, touched)))):
+            raise ValueError("the changed chunks' row keys are not ascending changed keys")
+        live = np.ones(self.size, dtype=bool)
+        live[self.positions_of(touched)] = False
+        return CaughtUpDenseIndex(generation, self, live, rowids, vectors)
+
     def top(self, query: np.ndarray, k: int, positions: np.ndarray | None = None,
             method: DenseMethod | None = None) -> tuple[np.ndarray, np.ndarray]:
         """The best ``k`` chunks by cosine with float32 (dim,) ``query`` among int64
@@ -769,3 +798,129 @@ class DenseIndex:
         if found.shape[0] > size:
             found = found[np.argpartition(approx, found.shape[0] - size)[found.shape[0] - size:]]
         return np.sort(found)
+
+
+#: a dense index is caught up after a write (:class:`CaughtUpDenseIndex`) while at most this
+#: many chunks changed since the last full build; the changed chunks are scored exactly, so
+#: this is the size below which the store searches exactly anyway (:data:`EXACT_BELOW`)
+CATCH_UP_MAX_ROWS = EXACT_BELOW
+#: an unfiltered search of a caught-up index asks its base for this many more chunks (at
+#: most) than ``k`` and leaves the deleted ones out; past it, the live positions filter it
+OVERFETCH_MAX = 1_000
+
+
+@dataclass
+class CaughtUpDenseIndex:
+    """The dense index of a newer state than a built :class:`DenseIndex`, without a rebuild:
+    ``base`` (the index last built, whose codes and lists are kept as they are) less the
+    chunks changed since its generation, plus those changed chunks the newer state holds,
+    scored exactly.
+
+    ``generation``: the state it reflects; ``live``: bool (``base.size``,), False for a base
+    position whose chunk was deleted or replaced since; ``extra_rowids``: int64 (e,)
+    ascending row keys of the chunks written since (none of them a live base row), with
+    their float32 (e, dim) ``extra_vectors``. Positions (what :meth:`positions_of` gives
+    and :meth:`top` takes) are the base's for base chunks and ``base.size + j`` for
+    ``extra_rowids[j]``. A search gives what a rebuilt index of the same method would,
+    up to the base's approximation (the changed chunks' cosines are exact), so the same
+    recall. Built by :meth:`DenseIndex.caught_up`; not saved (the base's saved files and
+    the chunk log are what another process catches up from)."""
+
+    generation: int
+    base: DenseIndex
+    live: np.ndarray
+    extra_rowids: np.ndarray
+    extra_vectors: np.ndarray
+    #: positions (int64, ascending) a filter lets through, by parsed filter (16 at most)
+    allowed: dict[object, np.ndarray] = field(default_factory=dict, repr=False)
+    _live_positions: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def size(self) -> int:
+        """Chunks indexed."""
+        return int(np.count_nonzero(self.live)) + int(self.extra_rowids.shape[0])
+
+    @property
+    def method(self) -> DenseMethod:
+        """The base's method (the changed chunks are always scored exactly)."""
+        return self.base.method
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held: the base's and the changes'."""
+        return int(self.base.nbytes + self.live.nbytes + self.extra_rowids.nbytes
+                   + self.extra_vectors.nbytes)
+
+    @property
+    def changed(self) -> int:
+        """Chunks changed since the base's build (deleted, replaced or written)."""
+        return int(self.live.shape[0] - np.count_nonzero(self.live)) + int(
+            self.extra_rowids.shape[0])
+
+    def live_positions(self) -> np.ndarray:
+        """The base positions still live, int64 ascending (computed once)."""
+        if self._live_positions is None:
+            self._live_positions = np.flatnonzero(self.live).astype(np.int64)
+        return self._live_positions
+
+    def positions_of(self, rowids: np.ndarray) -> np.ndarray:
+        """Positions (int64, ascending, unique) of the given row keys; keys the index does
+        not hold (deleted ones included) are dropped."""
+        rowids = np.asarray(rowids, dtype=np.int64)
+        base = self.base.positions_of(rowids)
+        base = base[self.live[base]]
+        at = np.searchsorted(self.extra_rowids, rowids)
+        inside = at < self.extra_rowids.shape[0]
+        at, wanted = at[inside], rowids[inside]
+        extra = np.unique(at[self.extra_rowids[at] == wanted]) + self.base.size
+        return np.concatenate([base, extra]).astype(np.int64)
+
+    def vectors_of(self, rowids: np.ndarray) -> np.ndarray | None:
+        """float32 (m, dim) vectors of int64 ``rowids`` (in their order), or None when one
+        of them is not indexed."""
+        rowids = np.asarray(rowids, dtype=np.int64)
+        in_extra = np.isin(rowids, self.extra_rowids)
+        out = np.empty((rowids.shape[0], self.extra_vectors.shape[1]), dtype=np.float32)
+        if np.any(in_extra):
+            at = np.searchsorted(self.extra_rowids, rowids[in_extra])
+            out[in_extra] = self.extra_vectors[at]
+        rest = rowids[~in_extra]
+        if rest.shape[0]:
+            at = np.searchsorted(self.base.rowids, rest)
+            if int(at.max()) >= self.base.size or not np.array_equal(self.base.rowids[at], rest) \
+                    or not bool(np.all(self.live[at])):
+                return None
+            out[~in_extra] = self.base.vectors.view(np.ndarray)[at]
+        return out
+
+    def top(self, query: np.ndarray, k: int, positions: np.ndarray | None = None,
+            method: DenseMethod | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """As :meth:`DenseIndex.top`: the best ``k`` chunks by cosine among int64 ascending
+        ``positions`` (None: all), ``(row keys int64 (m,), exact float32 cosines (m,))`` by
+        descending cosine, ties by ascending row key: the base's search over its live
+        positions merged with the exact scores of the changed chunks."""
+        nb = self.base.size
+        dead = nb - int(self.live_positions().shape[0])
+        if positions is None:
+            extra_at = None
+            if dead <= max(k, OVERFETCH_MAX):
+                # the base's own search for ``dead`` more, the dead left out: cheaper than a
+                # filter of nearly every position, and for an exact base the same top ``k``
+                rowids, scores = self.base.top(query, k + dead, None, method)
+                if dead:
+                    alive = self.live[np.searchsorted(self.base.rowids, rowids)]
+                    rowids, scores = rowids[alive][:k], scores[alive][:k]
+            else:
+                rowids, scores = self.base.top(query, k, self.live_positions(), method)
+        else:
+            cut = int(np.searchsorted(positions, nb))
+            extra_at = positions[cut:] - nb
+            rowids, scores = self.base.top(query, k, positions[:cut], method)
+        if self.extra_rowids.shape[0] and (extra_at is None or extra_at.shape[0]):
+            query = np.asarray(query, dtype=np.float32).reshape(-1)
+            at, more = exact_top(self.extra_vectors, query, k, extra_at)
+            rowids = np.concatenate([rowids, self.extra_rowids[at]])
+            scores = np.concatenate([scores, more])
+            order = np.lexsort((rowids, -scores))[:k]
+            rowids, scores = rowids[order], scores[order]
+        return rowids, scores

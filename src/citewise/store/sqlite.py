@@ -81,11 +81,13 @@ from citewise.store.base import Filters, IndexInfo, TermIncidence, nested_read_t
 from citewise.store.bm25 import BM25_B, BM25_K1, bm25_scores
 from citewise.store.bm25_index import BM25Index, ChunkKeys, KeptIndex, hashable, query_counts
 from citewise.store.dense_index import (
+    CATCH_UP_MAX_ROWS,
     EXACT_BELOW,
     IVF_FROM,
     IVF_SCAN,
     RESCORE_FACTOR,
     RESCORE_MIN,
+    CaughtUpDenseIndex,
     DenseIndex,
 )
 from citewise.store.derived_files import Stamp, derived_folder
@@ -128,6 +130,8 @@ CATCH_UP_MAX = 0.25
 LOG_GENERATIONS = 4096
 #: ... and, past this many rows, at most a quarter of the chunk count
 LOG_ROWS_MIN = 10_000
+#: :attr:`SQLiteStore.dense_catch_up_from`: the size from which the dense index is coded
+DENSE_CATCH_UP_FROM = EXACT_BELOW
 #: documents kept read for one BM25 index's state (:meth:`SQLiteStore.get_chunks`)
 KNOWN_DOCUMENTS = 50_000
 
@@ -425,7 +429,18 @@ class SQLiteStore(SQLStore):
         self._thread_lock = threading.Lock()
         self._local = threading.local()
         self._lock = threading.Lock()
-        self._matrix: DenseIndex | None = None
+        self._matrix: DenseIndex | CaughtUpDenseIndex | None = None
+        # the meta.index_id the kept dense index was read from (only an index of this very
+        # file is caught up)
+        self._matrix_source = ""
+        #: False: never catch the dense index up from the chunk log, always rebuild it
+        self.dense_catch_up = True
+        #: the dense index is caught up only from a built index of at least this many chunks
+        #: (below it a rebuild reads a few MB and takes well under a second, and the saved
+        #: files stay those of the newest generation)
+        self.dense_catch_up_from = DENSE_CATCH_UP_FROM
+        #: how each dense index this store loaded was made (as :attr:`bm25_loads`)
+        self.dense_loads: Counter[str] = Counter()
         self._stats: tuple[int, int, float] | None = None  # generation, N, avgdl
         self._last_stamp: Stamp | None = None
         # documents read for get_chunks(texts=False), for one BM25 index (its state)
@@ -723,12 +738,10 @@ class SQLiteStore(SQLStore):
             return None
         stacked = None
         if vectors:
-            matrix = self._load_matrix()
-            rows_at = _positions(matrix.rowids, rowids)
-            if rows_at is None:
+            # a C-contiguous float32 copy of the rows (no np.memmap per row)
+            stacked = self._load_matrix().vectors_of(rowids)
+            if stacked is None:
                 return None
-            # a C-contiguous float32 copy of the rows (a plain view: no np.memmap per row)
-            stacked = matrix.vectors.view(np.ndarray)[rows_at]
         return TermIncidence(tuple(r[1] for r in rows), tuple(terms),
                              index.incidence(at, terms), stacked)
 
@@ -945,11 +958,20 @@ class SQLiteStore(SQLStore):
         return self._mapped(kind, stamp, make) or built
 
     # --- dense ----------------------------------------------------------------------------
-    def _load_matrix(self) -> DenseIndex:
+    def _dense_options(self) -> dict[str, Any]:
+        return {"exact_below": self.dense_exact_below,
+                "rescore_factor": self.dense_rescore_factor,
+                "rescore_min": self.dense_rescore_min,
+                "ivf_from": self.dense_ivf_from,
+                "ivf_scan": self.dense_ivf_scan}
+
+    def _load_matrix(self) -> DenseIndex | CaughtUpDenseIndex:
         """The dense index of the committed state this thread reads: the kept one when its
-        generation is the one read now, else one built from the ``chunks`` rows of that
-        state (kept when it is newer than the kept one, so a thread in an older snapshot
-        never replaces a newer index)."""
+        generation is the one read now; else its saved files mapped; else the last built
+        one (kept, or older saved files) caught up through the chunk log
+        (:meth:`_caught_up_dense`); else one built from the ``chunks`` rows of that state
+        and saved. Kept when it is newer than the kept one, so a thread in an older snapshot
+        never replaces a newer index."""
         generation = self.generation()
         matrix = self._matrix
         if matrix is not None and matrix.generation == generation:
@@ -957,27 +979,114 @@ class SQLiteStore(SQLStore):
         with self._lock:
             if self._matrix is not None and self._matrix.generation == generation:
                 return self._matrix
-            options: dict[str, Any] = {"exact_below": self.dense_exact_below,
-                                        "rescore_factor": self.dense_rescore_factor,
-                                        "rescore_min": self.dense_rescore_min,
-                                        "ivf_from": self.dense_ivf_from,
-                                        "ivf_scan": self.dense_ivf_scan}
+            options = self._dense_options()
+            built: DenseIndex | CaughtUpDenseIndex | None
             with self.snapshot():  # the generation, the count and the rows from one state
                 generation = self.generation()
                 stamp = self._stamp()
                 built = self._mapped("dense", stamp, lambda a: DenseIndex.from_arrays(
                     generation, a, complete=True, **options))
-                if built is None:
-                    rowids, vectors = self._read_vectors()
+                if built is not None:
+                    self.dense_loads["mapped"] += 1
+                else:
+                    try:
+                        built = self._caught_up_dense(generation, stamp)
+                    except (sqlite3.Error, OSError, ValueError, IndexError) as err:
+                        _log.warning("dense catch-up of %s failed (%s); rebuilt", self.path, err)
+                        built = None
+                    if built is not None:
+                        self.dense_loads["caught_up"] += 1
+                    else:
+                        rowids, vectors = self._read_vectors()
             if built is None:
-                built = DenseIndex.build(generation, rowids, vectors, **options)
+                self.dense_loads["built"] += 1
+                fresh = DenseIndex.build(generation, rowids, vectors, **options)
                 del rowids, vectors
-                built = self._saved("dense", stamp, built, lambda a: DenseIndex.from_arrays(
+                built = self._saved("dense", stamp, fresh, lambda a: DenseIndex.from_arrays(
                     generation, a, **options))
             # kept only when newer: a thread in an older snapshot never replaces a newer one
             if self._matrix is None or self._matrix.generation < generation:
                 self._matrix = built
+                self._matrix_source = str(self._meta("index_id") or "")
             return built
+
+    def _dense_base(self, generation: int, log_from: int) -> DenseIndex | None:
+        """The last built dense index of this file of a generation in ``log_from ..
+        generation - 1``: the kept one's (its base when it is itself caught up), else the
+        newest older saved files (mapped); None when neither."""
+        index_id = str(self._meta("index_id") or "")
+        kept = self._matrix
+        base = kept.base if isinstance(kept, CaughtUpDenseIndex) else kept
+        if (base is not None and log_from <= base.generation < generation
+                and self._matrix_source == index_id):
+            return base
+        if self.derived_files_from is None:
+            return None
+        stamp = derived_files.older(derived_folder(self.path), "dense", index_id, generation)
+        if stamp is None or stamp.generation < log_from:
+            return None
+        options = self._dense_options()
+        found = self._mapped("dense", stamp, lambda a: DenseIndex.from_arrays(
+            stamp.generation, a, complete=True, **options))
+        if found is None or found.size != stamp.chunks or (
+                found.size and int(found.rowids[-1]) != stamp.max_rowid):
+            return None
+        return found
+
+    def _caught_up_dense(self, generation: int,
+                         stamp: Stamp | None) -> CaughtUpDenseIndex | None:
+        """The dense index of ``generation`` (the state read; call it inside
+        :meth:`snapshot`) as the last built index less the chunks logged since its
+        generation plus the vectors of those of them this state holds
+        (:class:`~citewise.store.dense_index.CaughtUpDenseIndex`). None, so the caller
+        rebuilds, when there is no built index of this file of at least
+        :attr:`dense_catch_up_from` chunks to start from, the log does not
+        reach back to its generation, more than
+        :data:`~citewise.store.dense_index.CATCH_UP_MAX_ROWS` (or :data:`CATCH_UP_MAX` of
+        the chunks) changed since, or the log and the index do not add up (as for BM25:
+        :meth:`_caught_up_bm25`)."""
+        log_from = self._meta("chunk_log_from")
+        if log_from is None or not self.dense_catch_up:
+            return None
+        base = self._dense_base(generation, int(log_from))
+        if base is None or base.size < self.dense_catch_up_from:
+            return None
+        log = np.array(self.db.execute(
+            "SELECT chunk, op FROM chunk_log WHERE generation > ? AND generation <= ? "
+            "ORDER BY generation, seq", (base.generation, generation)).fetchall(),
+            dtype=np.int64).reshape(-1, 2)
+        if stamp is not None:
+            n, top = stamp.chunks, stamp.max_rowid
+        else:
+            n, top = self.db.execute(
+                "SELECT count(*), coalesce(max(rowid), 0) FROM chunks").fetchone()
+        touched, first = np.unique(log[:, 0], return_index=True)
+        if touched.shape[0] > min(CATCH_UP_MAX_ROWS,
+                                  CATCH_UP_MAX * max(base.size, int(n), 1)):
+            _log.debug("dense index of %s: %d chunks changed since generation %d; rebuilt",
+                       self.path, touched.shape[0], base.generation)
+            return None
+        held = np.zeros(touched.shape[0], dtype=bool)
+        held[np.searchsorted(touched, base.rowids[base.positions_of(touched)])] = True
+        first_op = log[first, 1]
+        if bool(np.any(held & (first_op > 0))) or bool(np.any(~held & (first_op < 0))):
+            _log.info("the chunk log of %s does not fit its dense index of generation %d; "
+                      "rebuilt", self.path, base.generation)
+            return None
+        rows = self.db.execute(
+            "SELECT rowid, vector FROM chunks WHERE rowid IN (SELECT value FROM json_each(?)) "
+            "ORDER BY rowid", (json.dumps(touched.tolist()),)).fetchall()
+        dim = base.vectors.shape[1]
+        rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        vectors = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(-1, dim)
+        index = base.caught_up(generation, touched, rowids, vectors)
+        newest = max(int(base.rowids[index.live_positions()[-1]]) if index.live.any() else 0,
+                     int(rowids[-1]) if rowids.shape[0] else 0)
+        if index.size != int(n) or (index.size and newest != int(top)):
+            _log.info("dense catch-up of %s gave %d chunks, the state holds %d; rebuilt",
+                      self.path, index.size, n)
+            return None
+        return index
 
     def _read_vectors(self, batch: int = 16_384) -> tuple[np.ndarray, np.ndarray]:
         """Every chunk's row key and vector, ascending by row key: int64 (n,) and float32
@@ -1024,7 +1133,7 @@ class SQLiteStore(SQLStore):
             if int(r) in ids
         ]
 
-    def _allowed_positions(self, matrix: DenseIndex, wanted: ChunkFilter,
+    def _allowed_positions(self, matrix: DenseIndex | CaughtUpDenseIndex, wanted: ChunkFilter,
                            filters: Filters | None) -> np.ndarray:
         """Positions in ``matrix`` of the chunks ``wanted`` lets through, int64 ascending
         (cached on the matrix: one generation, so the same rows)."""
