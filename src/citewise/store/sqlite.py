@@ -46,7 +46,13 @@ exactly with one matrix-vector product (only the filter's rows when a filter kee
 quarter of them) below ``dense_exact_below`` chunks (20,000), and from 20,000 chunks on
 through int8 codes (SimSIMD's int8 dot products) whose best shortlist is re-scored exactly;
 from ``dense_ivf_from`` chunks (200,000) 4-bit codes in the inverted lists nearest the query
-are scanned instead (k-means lists built per generation, faiss's fast scan).
+are scanned instead (k-means lists built per generation, faiss's fast scan). From
+``dense_catch_up_from`` chunks (20,000) a newer generation's dense index is not rebuilt: the
+last built one (kept, or its saved files) is used less the chunks ``chunk_log`` lists as
+changed since, and those of them the state holds are read back and scored exactly beside it
+(:class:`~citewise.store.dense_index.CaughtUpDenseIndex`, :meth:`SQLiteStore._caught_up_dense`),
+until more than :data:`~citewise.store.dense_index.CATCH_UP_MAX_ROWS` or a quarter of the
+chunks changed; then it is rebuilt and saved.
 From ``derived_files_from`` chunks (20,000) both derived indexes are saved per generation in
 ``<file>.derived/`` (:mod:`citewise.store.derived_files`) and the next process that reads the
 same state maps them (``numpy`` memmaps) instead of reading every row: a restart opens a
