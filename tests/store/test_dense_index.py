@@ -499,6 +499,13 @@ def test_pq_lists_saved_and_mapped_answer_the_same(pq_index, tmp_path):
     # saved for another index or without the lists: refused, or rebuilt when not `complete`
     assert IVFPQLists.from_blob(index.pq.serialized(), 2_999, 32) is None
     assert IVFPQLists.from_blob(np.zeros(64, np.uint8)) is None
+    # lists of another code size (another version's PQ_DIMS_PER_CODE) are rebuilt, not reused
+    assert IVFPQLists.from_blob(index.pq.serialized(), 3_000, 32, sub_codes=8) is None
+    coarse = IVFPQLists.build(index.vectors, 30, dims_per_code=4)
+    assert int(coarse.index.pq.M) == 8 != pq_sub_codes(32)
+    other = DenseIndex.from_arrays(3, {**index.arrays(), "pq_index": coarse.serialized()},
+                                   exact_below=0, ivf_from=0)
+    assert other.pq is not None and int(other.pq.index.pq.M) == pq_sub_codes(32)
     without = {k: v for k, v in index.arrays().items() if k != "pq_index"}
     with pytest.raises(ValueError, match="pq_index"):
         DenseIndex.from_arrays(3, without, exact_below=0, ivf_from=0, complete=True)

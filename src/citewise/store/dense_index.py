@@ -443,10 +443,12 @@ class IVFPQLists:
 
     @classmethod
     def from_blob(cls, blob: np.ndarray, n: int | None = None, dim: int | None = None, *,
-                  keep: bool = False) -> IVFPQLists | None:
+                  keep: bool = False, sub_codes: int | None = None) -> IVFPQLists | None:
         """The lists of uint8 ``blob`` (:meth:`serialized`; memory-mapped or not: faiss copies
         it, and it is held as :attr:`blob` only when ``keep``), or None when it is not an
-        ``IndexIVFPQFastScan`` of ``n`` ``dim``-d chunks (None: any)."""
+        ``IndexIVFPQFastScan`` of ``n`` ``dim``-d chunks (None: any) with 4-bit codes of
+        ``sub_codes`` sub-codes each (None: any; a saved index of another code size, from
+        another version's settings, is not reused)."""
         faiss = _faiss()
 
         try:
@@ -456,6 +458,8 @@ class IVFPQLists:
         if not isinstance(index, faiss.IndexIVFPQFastScan):
             return None
         if (n is not None and index.ntotal != n) or (dim is not None and index.d != dim):
+            return None
+        if int(index.pq.nbits) != 4 or (sub_codes is not None and int(index.pq.M) != sub_codes):
             return None
         lists = int(index.nlist)
         centroids = index.quantizer.reconstruct_n(0, lists).astype(np.float32)
@@ -583,7 +587,8 @@ class DenseIndex:
         pq_fits = n >= PQ_MIN_CHUNKS and ivf_method == DenseMethod.IVF_PQ.value
         if n and n >= exact_below and n >= ivf_from and pq_fits:
             blob = saved.get("pq_index")
-            pq = IVFPQLists.from_blob(blob, n, dim) if blob is not None else None
+            pq = (IVFPQLists.from_blob(blob, n, dim, sub_codes=pq_sub_codes(dim))
+                  if blob is not None else None)
             if pq is None:
                 pq = IVFPQLists.build(vectors, ivf_lists or ivf_list_count(n))
             scales = saved.get("scales")
