@@ -34,14 +34,18 @@ the calibrate units' embeddings come from the cache of ``build_scan_prototypes.p
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
+import os
 import time
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 from build_scan_prototypes import (
+    CONFIDENT_PRECISION,
     OUT,
+    NoEmbeddings,
     best_f1_threshold,
     best_units,
     open_cache,
@@ -52,6 +56,7 @@ from build_scan_prototypes import (
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 
+from citewise.embed import load_embedder
 from citewise.eval.cuad import load_contracts, overlaps
 from citewise.scan.classify import ClauseClassifier, is_bare_heading, load_prototypes
 from citewise.scan.lexical import VIEWS, LexicalModel, context_views
@@ -121,6 +126,58 @@ def fit(views: list[tuple[str, ...]], labels: list[list[str]], types: list[str],
     return LexicalModel(tuple(types), vocabulary, vec.idf_.astype(np.float32), weights, bias)
 
 
+def calibrate(args: argparse.Namespace, lexical: LexicalModel | None
+              ) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
+    """(F1, review, confident) thresholds from the ``calibrate`` contracts with ``lexical``
+    (None: the shipped lexical model and embedding scale). The lexical types' confident
+    thresholds must show ``--confident-precision`` (0: the F1 threshold), every other type's
+    :data:`~build_scan_prototypes.CONFIDENT_PRECISION`; with ``--lexical-only`` only the
+    lexical types are calibrated, from their lexical logits alone (no unit embedding is
+    computed, see :class:`~build_scan_prototypes.NoEmbeddings`)."""
+    if args.lexical_only:
+        embedder = load_embedder(args.model, int(os.environ.get("CITEWISE_THREADS", "1")), 32,
+                                 "fp32")
+    else:
+        embedder, cache = open_cache(args, "fp32")
+    base = load_prototypes(embedder)
+    proto = base if lexical is None else dataclasses.replace(
+        base, lexical=lexical, embedding_scale=args.embedding_scale)
+    if proto.lexical is None:
+        raise SystemExit("no lexical model in the shipped prototypes: train one first")
+    lexical_types = list(proto.lexical.labels)
+    if args.lexical_only:
+        if proto.embedding_scale != 0:
+            raise SystemExit("--lexical-only needs --embedding-scale 0: the lexical types' "
+                             "scores would depend on the unit embeddings")
+        cache = NoEmbeddings(proto.vectors.shape[1])
+        names = lexical_types
+    else:
+        names = list(proto.labels)
+    classifier = ClauseClassifier(embedder, proto)
+    best, positives = best_units(load_contracts(args.cuad, "calibrate"), classifier, cache,
+                                 types=names)
+    pooled, _ = best_f1_threshold([b for t in names for b in best[t]], sum(positives.values()))
+    f1 = {}
+    for ctype in names:
+        thr, score = best_f1_threshold(best[ctype], positives[ctype])
+        f1[ctype] = thr if positives[ctype] >= args.min_positives else pooled
+        print(f"{ctype:<36} F1 threshold {f1[ctype]:+.3f} calibration F1 {score:.3f}")
+    review, confident = {}, {}
+    for group, precision in ((lexical_types, args.confident_precision),
+                             ([t for t in names if t not in lexical_types], CONFIDENT_PRECISION)):
+        if group:
+            lo, hi = verdict_thresholds({t: best[t] for t in group}, positives, f1,
+                                        args.min_positives, precision)
+            review.update(lo)
+            confident.update(hi)
+    for ctype in lexical_types:
+        found = [ok for sc, ok in best[ctype] if sc >= confident[ctype]]
+        print(f"{ctype:<36} review {review[ctype]:+.3f} confident {confident[ctype]:+.3f}: "
+              f"{sum(found)}/{len(found)} best units reaching it right "
+              f"({positives[ctype]} contracts with it)")
+    return f1, review, confident
+
+
 def main() -> None:
     ap = scan_parser(__doc__)
     ap.add_argument("--types", nargs="*", help="clause types (default: the default playbook's)")
@@ -132,43 +189,44 @@ def main() -> None:
                     help="negatives scoring above this quantile of a type's negatives are hard")
     ap.add_argument("--hard-weight", type=float, default=20.0,
                     help="sample weight of the hard negatives in the second fit (1: no mining)")
+    ap.add_argument("--confident-precision", type=float, default=0.0,
+                    help="precision the lexical types' confident thresholds must show on the "
+                    "calibrate contracts (0: the F1 threshold)")
+    ap.add_argument("--keep-model", action="store_true",
+                    help="train nothing: recalibrate the thresholds of the shipped lexical model")
+    ap.add_argument("--lexical-only", action="store_true",
+                    help="calibrate the lexical types only, without unit embeddings (needs "
+                    "--embedding-scale 0); the other types keep their thresholds")
     args = ap.parse_args()
     started = time.perf_counter()
-    types = args.types or list(dict.fromkeys(r.clause_type for r in load_playbook("default").rules))
-    views, labels = train_views(args.cuad)
-    print(f"{len(views)} train units", flush=True)
-    lexical = fit(views, labels, types, args.c, args.max_features, args.prune, args.hard_quantile,
-                  args.hard_weight)
-    kept = int(np.count_nonzero(lexical.weights))
-    print(f"{kept} weights kept of {lexical.weights.size}", flush=True)
-
-    embedder, cache = open_cache(args, "fp32")
-    base = load_prototypes(embedder)
-    proto = dataclasses.replace(base, lexical=lexical, embedding_scale=args.embedding_scale)
-    classifier = ClauseClassifier(embedder, proto)
-    names = proto.labels
-    best, positives = best_units(load_contracts(args.cuad, "calibrate"), classifier, cache)
-    pooled, _ = best_f1_threshold([b for t in names for b in best[t]], sum(positives.values()))
-    f1 = {}
-    for ctype in names:
-        thr, score = best_f1_threshold(best[ctype], positives[ctype])
-        f1[ctype] = thr if positives[ctype] >= args.min_positives else pooled
-        print(f"{ctype:<36} F1 threshold {f1[ctype]:+.3f} calibration F1 {score:.3f}")
-    review, confident = verdict_thresholds(best, positives, f1, args.min_positives)
+    lexical = None
+    if not args.keep_model:
+        types = args.types or list(dict.fromkeys(r.clause_type
+                                                 for r in load_playbook("default").rules))
+        views, labels = train_views(args.cuad)
+        print(f"{len(views)} train units", flush=True)
+        lexical = fit(views, labels, types, args.c, args.max_features, args.prune,
+                      args.hard_quantile, args.hard_weight)
+        kept = int(np.count_nonzero(lexical.weights))
+        print(f"{kept} weights kept of {lexical.weights.size}", flush=True)
+    f1, review, confident = calibrate(args, lexical)
     path = OUT / "cuad_minilm.npz"
     with np.load(path, allow_pickle=False) as npz:
         arrays = {k: npz[k] for k in npz.files}
     typed = [str(t) for t in arrays["threshold_labels"]]
-    index = np.flatnonzero(lexical.weights.ravel())
-    terms = sorted(lexical.vocabulary, key=lexical.vocabulary.__getitem__)
-    arrays.update(
-        lex_labels=np.array(types), lex_vocabulary=np.array(terms), lex_idf=lexical.idf,
-        lex_bias=lexical.bias, lex_index=index.astype(np.int32),
-        lex_values=lexical.weights.ravel()[index].astype(np.float16),
-        lex_embedding_scale=np.float32(args.embedding_scale),
-        thresholds=np.array([f1[t] for t in typed], dtype=np.float32),
-        review_thresholds=np.array([review[t] for t in typed], dtype=np.float32),
-        confident_thresholds=np.array([confident[t] for t in typed], dtype=np.float32))
+    if lexical is not None:
+        index = np.flatnonzero(lexical.weights.ravel())
+        terms = sorted(lexical.vocabulary, key=lexical.vocabulary.__getitem__)
+        arrays.update(
+            lex_labels=np.array(lexical.labels), lex_vocabulary=np.array(terms),
+            lex_idf=lexical.idf, lex_bias=lexical.bias, lex_index=index.astype(np.int32),
+            lex_values=lexical.weights.ravel()[index].astype(np.float16),
+            lex_embedding_scale=np.float32(args.embedding_scale))
+    for key, values in (("thresholds", f1), ("review_thresholds", review),
+                        ("confident_thresholds", confident)):
+        arrays[key] = np.array([values.get(t, old) for t, old in zip(typed, arrays[key],
+                                                                      strict=True)],
+                               dtype=np.float32)
     np.savez_compressed(path, **arrays)
     print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB) in "
           f"{time.perf_counter() - started:.0f} s")
