@@ -21,15 +21,25 @@ CUAD ``train`` contracts and recalibrate every threshold on the ``calibrate`` on
 4. A lexical type's score becomes ``lexical logit + --embedding-scale * embedding score``
    (the embedding score of ``train_scan_classifier.py``, through which a playbook's example
    clauses count; the default 0 since the fifth round of issue 25, where the mined
-   regression alone measured best on the calibrate split, see docs/benchmarks.md); on the ``calibrate`` contracts the F1, review and confident thresholds of every
-   type are recomputed (``build_scan_prototypes.verdict_thresholds``), from the best unit of
-   each contract that is not a bare heading, as the scanner cites it.
+   regression alone measured best on the calibrate split, see docs/benchmarks.md); on the
+   ``calibrate`` contracts the F1, review and confident thresholds of every type are
+   recomputed (``build_scan_prototypes.verdict_thresholds``), from the best unit of each
+   contract that is not a bare heading, as the scanner cites it. A lexical type's confident
+   threshold must show ``--confident-precision`` there; the default 0 makes it the F1
+   threshold (issue 25, sixth round: it measured the best micro precision and recall together
+   on the calibrate split); the other types keep 0.8.
 
 The ``eval`` contracts are never read. Writes the ``lex_*`` arrays and the thresholds into
 ``src/citewise/scan/data/cuad_minilm.npz``. Usage (scikit-learn, from the ``test`` extra;
 the calibrate units' embeddings come from the cache of ``build_scan_prototypes.py``)::
 
     CITEWISE_THREADS=1 python benchmarks/train_scan_lexical.py ../shared/datasets/cuad
+
+With ``--embedding-scale 0`` the lexical types' scores need no unit embedding: ``--lexical-only``
+calibrates only them, without the cache (the other types keep the thresholds in the npz), and
+``--keep-model`` trains nothing and recalibrates the shipped lexical model (about 40 s)::
+
+    CITEWISE_THREADS=1 python benchmarks/train_scan_lexical.py ../shared/datasets/cuad --keep-model --lexical-only
 """
 
 from __future__ import annotations
