@@ -54,6 +54,7 @@ import numpy as np
 import scipy.sparse as sp
 from build_scan_prototypes import (
     CONFIDENT_PRECISION,
+    LEXICAL_CONFIDENT_PRECISION,
     OUT,
     NoEmbeddings,
     best_f1_threshold,
@@ -199,7 +200,7 @@ def main() -> None:
                     help="negatives scoring above this quantile of a type's negatives are hard")
     ap.add_argument("--hard-weight", type=float, default=20.0,
                     help="sample weight of the hard negatives in the second fit (1: no mining)")
-    ap.add_argument("--confident-precision", type=float, default=0.0,
+    ap.add_argument("--confident-precision", type=float, default=LEXICAL_CONFIDENT_PRECISION,
                     help="precision the lexical types' confident thresholds must show on the "
                     "calibrate contracts (0: the F1 threshold)")
     ap.add_argument("--keep-model", action="store_true",
