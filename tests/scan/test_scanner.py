@@ -89,11 +89,9 @@ def test_scan_a_three_page_contract_with_progress(engine, tmp_path):
     by_chunk = chunk_types(report.clauses)
     assert "Governing Law" in by_chunk[law.citation.chunk_id]
     assert by_chunk[law.citation.chunk_id]["Governing Law"] >= law.score
-    # the notice clause is found with confidence since issue 25's sixth round (before: cited
-    # for review) and its thirty days meet the rule
-    notice = flags["termination-for-convenience"]
-    assert notice.verdict is Verdict.COMPLIANT
-    assert notice.explanation == "states 'thirty (30) days', within 90 days"
+    notice = flags["termination-for-convenience"]  # the finder is not reliable for the type
+    assert notice.verdict is Verdict.NEEDS_REVIEW
+    assert notice.explanation.endswith("if it is one: states 'thirty (30) days', within 90 days")
 
 
 def test_missing_and_absent_clauses(engine, tmp_path):

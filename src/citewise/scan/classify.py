@@ -21,9 +21,8 @@ is ``margin_scale * margin + logit`` (:meth:`ClauseClassifier.scores`). A unit c
 type ``t`` when its score reaches the type's threshold (calibrated per type on held-apart CUAD
 contracts; :data:`DEFAULT_THRESHOLD` otherwise). A chunk carries the types of its units.
 
-The threshold used is the type's *confident* threshold, calibrated on held-apart contracts:
-for the types of the lexical model it is the F1-tuned threshold; for the others, the score
-from which at least 0.8 of the best units reaching it were real clauses of the type (at least
+The threshold used is the type's *confident* threshold, calibrated so that on held-apart
+contracts at least 0.8 of the best units reaching it were real clauses of the type (at least
 the F1-tuned threshold; :data:`NEVER_CONFIDENT` where no score was that reliable). Below it
 and down to the type's *review threshold* (at most the F1-tuned one) a unit is a *possible*
 clause of the type: the scanner cites it with the verdict ``needs review``, never
