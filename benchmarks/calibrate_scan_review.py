@@ -9,7 +9,8 @@ verdicts use two more, set here per type on the CUAD ``calibrate`` contracts onl
   with confidence*, which the scan may call compliant or deviating. It is the lowest score at
   which at least :data:`CONFIDENT_PRECISION` of the calibrate contracts whose best unit
   scores that much (at least 3) point at a real clause of the type (``NEVER_CONFIDENT`` when
-  no score does: such a type is only ever cited for review);
+  no score does: such a type is only ever cited for review); for the types of the lexical
+  finder, :data:`LEXICAL_CONFIDENT_PRECISION` (0.8 as well; 0 would be the F1 threshold);
 * ``review_thresholds`` (at most the F1 threshold): from here up to the confident threshold a
   passage is a *possible* clause, cited with the verdict ``needs review``. Going down from the
   F1 threshold, it is the lowest score at which at least :data:`REVIEW_PRECISION` of the
@@ -34,10 +35,12 @@ import time
 import numpy as np
 from build_scan_prototypes import (
     CONFIDENT_PRECISION,
+    LEXICAL_CONFIDENT_PRECISION,
     OUT,
     REVIEW_PRECISION,
     best_units,
     open_cache,
+    precision_groups,
     scan_parser,
     verdict_thresholds,
 )
@@ -59,9 +62,16 @@ def main() -> None:
     best, positives = best_units(load_contracts(args.cuad, "calibrate"), classifier, cache,
                                  progress=True)
     f1 = classifier.prototypes.thresholds
-    review, confident = verdict_thresholds(best, positives, f1, args.min_positives)
+    lexical = list(classifier.prototypes.lexical.labels if classifier.prototypes.lexical else ())
+    review, confident = {}, {}
+    for group, precision in precision_groups(list(labels), lexical, LEXICAL_CONFIDENT_PRECISION):
+        lo, hi = verdict_thresholds({t: best[t] for t in group}, positives, f1,
+                                    args.min_positives, precision)
+        review.update(lo)
+        confident.update(hi)
     print(f"precision wanted: review band {REVIEW_PRECISION:.2f}, confident "
-          f"{CONFIDENT_PRECISION:.2f}")
+          f"{CONFIDENT_PRECISION:.2f} ({LEXICAL_CONFIDENT_PRECISION:.2f} for the lexical "
+          "finder's types)")
     for ctype in labels:
         lo, thr, hi = review[ctype], f1[ctype], confident[ctype]
         found = [ok for s, ok in best[ctype] if s >= hi]

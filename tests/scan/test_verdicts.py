@@ -92,6 +92,43 @@ def test_verdicts_on_a_cuad_contract(engine):
     assert order == sorted(order, key=rank.index)
 
 
+def test_the_verdict_follows_the_confident_threshold(engine):
+    """The same clause reads ``needs review`` below its type's confident threshold and is
+    judged from it: the Mphase notice clause scores between the review and the shipped
+    confident threshold of Termination For Convenience (0.8-precision rule), so the finder is
+    unsure of it; with that threshold lowered to the type's F1 threshold (what
+    ``train_scan_lexical.py --confident-precision 0`` would ship, measured in issue 25's sixth
+    round and not shipped) the same clause is found with confidence and compliant."""
+    import dataclasses
+
+    from citewise.scan.classify import ClauseClassifier
+
+    ctype = "Termination For Convenience"
+    data = MPHASE.read_bytes()
+    parsed = parser_for(MPHASE, data).parse(MPHASE, data)
+    doc = Document(id=MPHASE.name, path=MPHASE.name, source_path=str(MPHASE), title=MPHASE.stem,
+                   format="text", content_hash="")
+    scanner = engine.scanner(load_playbook("default"))
+    shipped = scanner.classifier
+    p = shipped.prototypes
+    flags = {f.rule: f for f in scanner.check_document(doc, parsed).flags}
+    unsure = flags["termination-for-convenience"]
+    assert (unsure.verdict, unsure.clause_number) == (Verdict.NEEDS_REVIEW, "11")
+    assert p.thresholds[ctype] <= unsure.score < unsure.threshold < NEVER_CONFIDENT
+    assert unsure.explanation.startswith("the finder is unsure this is a Termination For ")
+
+    lowered = dataclasses.replace(
+        p, confident_thresholds={**p.confident_thresholds, ctype: p.thresholds[ctype]})
+    scanner.classifier = ClauseClassifier(shipped.embedder, lowered)
+    flags = {f.rule: f for f in scanner.check_document(doc, parsed).flags}
+    assert_verdict_rules(flags, parsed.text)
+    notice = flags["termination-for-convenience"]
+    assert (notice.verdict, notice.clause_number, notice.decisive_quote) == (
+        Verdict.COMPLIANT, "11", "thirty (30) days")
+    assert notice.threshold == pytest.approx(p.thresholds[ctype]) and notice.score == unsure.score
+    assert notice.explanation == "states 'thirty (30) days', within 90 days"
+
+
 SHORT = """SUPPLY AGREEMENT
 
 1. Delivery. The Supplier shall deliver the goods listed in Schedule A to the Buyer's warehouse
