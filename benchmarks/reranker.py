@@ -10,7 +10,13 @@ XQuAD articles (``citewise.train.data.xquad_split``), and span recall@8 on Legal
 CUAD questions (``--cuad N``: a gold span counts as found when one of the top 8 chunks
 overlaps it), and code search MRR@10 / hit@8 on ``benchmarks/code_questions.jsonl`` over the
 installed ``click`` (``--code``; the judging rule of ``benchmarks/code_search.py``: a chunk
-answers when its line range holds the question's ``def``/``class`` line).
+answers when its line range holds the question's ``def``/``class`` line), and MRR@10 / hit@8 on
+citewise's own docs questions (``--docs dev|test``: ``benchmarks/answer_questions/docs.jsonl``,
+answerable ones, over this repository's ``docs/``; a chunk answers when it holds every key
+string of one of the question's answers, the match of ``benchmarks/evidence_recall.py``).
+``--xquad-dev N`` scores the last N question ids of an XQuAD file's *training* articles,
+which ``citewise train-reranker --max-queries M`` leaves unused while N + M is at most their
+count: a second development set, for choosing settings off SciFact.
 
 Latency: ``Reranker.score`` on the top 30 and top 100 passages of SciFact test queries on
 ``CITEWISE_THREADS`` threads, median of ``--repeats`` calls per query over ``--latency-queries``
@@ -191,6 +197,55 @@ def code_mrr(settings: Settings, models: dict[str, Cached], candidates: list[int
             for run, r in ranks.items()]
 
 
+def docs_mrr(split: str, settings: Settings, models: dict[str, Cached], candidates: list[int],
+             weights: list[float]) -> list[dict]:
+    """MRR@10 and hit@8 of the answerable questions of ``split`` (``dev`` or ``test``) of
+    ``benchmarks/answer_questions/docs.jsonl`` over this repository's ``docs/`` folder
+    (ingested with ``Engine.ingest``), for the pipeline without and with each reranker. The
+    rank of a question is that of the first chunk holding all key strings of one of its
+    answers (``answers.keys_match``)."""
+    from answers import ROOT, jsonl_items, keys_match
+
+    from citewise.engine import Engine
+
+    items = [q for q in jsonl_items("docs", split) if q["answerable"]]
+    engine = Engine(settings.model_copy(update={"home": settings.home / "docs-rerank",
+                                                "llm_provider": "none"}))
+    engine.ingest([ROOT / "docs"])
+
+    def first(hits: Sequence[Hit], answers: list[list[str]]) -> int | None:
+        return next((i + 1 for i, h in enumerate(hits)
+                     if h.chunk is not None and keys_match(h.chunk.text, answers)), None)
+
+    ranks: dict[str, list[int | None]] = {}
+    for item in items:
+        text = item["question"]
+        hits = engine.retriever.rank(text, k=DEPTH, rerank=False)
+        ranks.setdefault("pipeline (fusion + coverage)", []).append(first(hits, item["answers"]))
+        query = clean_query(text, settings.max_query_chars)
+        for label, model in models.items():
+            for n in candidates:
+                for w in weights:
+                    s2 = settings.model_copy(update={"rerank_candidates": n, "rerank_weight": w})
+                    ranked = Retriever(s2, engine.store, engine.embedder, model)._rerank(query, hits)
+                    ranks.setdefault(f"+ rerank {label}, top {n}, w {w}", []).append(
+                        first(ranked, item["answers"]))
+    return [{"dataset": f"citewise docs {split} ({len(items)} answerable)", "run": run,
+             "queries": len(r),
+             "MRR@10": round(sum(1 / x for x in r if x is not None and x <= 10) / len(r), 4),
+             "hit@8": round(sum(1 for x in r if x is not None and x <= 8) / len(r), 4)}
+            for run, r in ranks.items()]
+
+
+def xquad_dev(path: Path, n: int) -> BeirDataset:
+    """The last ``n`` question ids (sorted) of the training articles of an XQuAD file, over
+    those articles' paragraphs (the corpus ``train-reranker`` mined its negatives in)."""
+    train = xquad_split(load_squad_retrieval(path), held_out=False)
+    keep = sorted(train.queries)[-n:]
+    return BeirDataset(train.name, train.corpus, {q: train.queries[q] for q in keep},
+                       {q: train.qrels[q] for q in keep}, "dev")
+
+
 def latency(dataset: BeirDataset, settings: Settings, models: dict[str, Reranker],
             n_queries: int, repeats: int, sizes: Sequence[int] = (30, 100)) -> list[dict]:
     store, embedder = build_index(dataset, settings, settings.embedding_model,
@@ -264,8 +319,12 @@ def main() -> None:
                     help="LegalBench-RAG CUAD questions for span recall@8 (first N by id)")
     ap.add_argument("--code", action="store_true",
                     help="code search MRR@10 on benchmarks/code_questions.jsonl over click")
+    ap.add_argument("--docs", choices=("dev", "test"),
+                    help="MRR@10 on citewise's docs questions of this split over docs/")
+    ap.add_argument("--xquad-dev", type=int, default=0,
+                    help="with --xquad: the last N question ids of its training articles too")
     ap.add_argument("--quality-models", default="", help="labels scored for quality (default all)")
-    ap.add_argument("--no-test", action="store_true", help="skip SciFact test")
+    ap.add_argument("--no-test", action="store_true", help="skip SciFact test and XQuAD's held-out articles")
     ap.add_argument("--latency-queries", type=int, default=10)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--no-latency", action="store_true")
@@ -301,7 +360,11 @@ def main() -> None:
     if not args.no_test:
         test = scifact("test")
         out["quality"] += quality("scifact test", test, settings, cached, candidates, weights)
-    for path in args.xquad:
+    for path in args.xquad if args.xquad_dev else []:
+        out["quality"] += quality(f"{path.stem} train-dev {args.xquad_dev}",
+                                  xquad_dev(path, args.xquad_dev), settings, cached, candidates,
+                                  weights)
+    for path in args.xquad if not args.no_test else []:
         held = xquad_split(load_squad_retrieval(path), held_out=True)
         out["quality"] += quality(f"{path.stem} held-out", held, settings, cached, candidates,
                                   weights)
@@ -309,6 +372,8 @@ def main() -> None:
         out["cuad"] = cuad_span_recall(args.cuad, settings, cached, candidates, weights)
     if args.code:
         out["code"] = code_mrr(settings, cached, candidates, weights)
+    if args.docs:
+        out["docs"] = docs_mrr(args.docs, settings, cached, candidates, weights)
     out["rerank_pairs"] = {k: {"pairs": c.pairs, "seconds": round(c.seconds, 1)}
                            for k, c in cached.items()}
     if not args.no_latency and models:
@@ -324,9 +389,9 @@ def main() -> None:
         print("\n| dataset | run | span recall@8 |\n|---|---|---|")
         for r in out["cuad"]:
             print(f"| {r['dataset']} | {r['run']} | {r['span recall@8']:.3f} |")
-    if out.get("code"):
+    if out.get("code") or out.get("docs"):
         print("\n| dataset | run | MRR@10 | hit@8 |\n|---|---|---|---|")
-        for r in out["code"]:
+        for r in out.get("code", []) + out.get("docs", []):
             print(f"| {r['dataset']} | {r['run']} | {r['MRR@10']:.3f} | {r['hit@8']:.3f} |")
     if out["latency"]:
         print("\n| pairs | model | median ms | p90 ms | ratio to first |")

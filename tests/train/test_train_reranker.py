@@ -97,8 +97,19 @@ def test_lora_run_exports_a_loadable_model(env, tiny_jsonl):
         "train-reranker", str(out), "--jsonl", str(tiny_jsonl), "--lora", "--max-steps", "2",
         "--batch-size", "4", "--max-length", "64", "--no-quantize"], catch_exceptions=False)
     assert result.exit_code == 0, result.output
-    scores = load_reranker(str(out)).score("a question", ["one passage", "another passage"])
+    reranker = load_reranker(str(out))
+    scores = reranker.score("a question", ["one passage", "another passage"])
     assert scores.shape == (2,) and np.isfinite(scores).all()
+
+    # an fp32 file is scored in length-sorted batches (not one pair a run, as dynamic int8
+    # must be): a pair's logit must not depend on its batch-mates or their padding
+    assert isinstance(reranker, OnnxReranker) and not reranker.quantized
+    assert reranker.batch_size > 1
+    passages = [f"passage {i} about " + "cells " * (i * 3) for i in range(20)]
+    one_by_one = np.array([reranker.score("cell growth", [p])[0] for p in passages])
+    together = reranker.score("cell growth", passages)
+    np.testing.assert_allclose(together, one_by_one, atol=1e-4)
+    assert np.ptp(together) > 1e-3  # the passages do get different scores
 
 
 @pytest.mark.parametrize("line, message", [
