@@ -366,6 +366,8 @@ class StoreSuite:
         write (an index a backend derived from the state before must not answer) and after a
         search (which builds whatever a backend answers them from)."""
         terms = [*tokenize("running cats and mice"), "nowhere-term", "cat", ""]
+        query = np.random.default_rng(7).normal(size=DIM).astype(np.float32)
+        query /= np.linalg.norm(query)
 
         def check(doc_ids: list[str], chunk_ids: list[str]) -> None:
             compare(doc_ids, chunk_ids)
@@ -385,6 +387,18 @@ class StoreSuite:
                 for row, f in zip(got.vectors, features, strict=True):
                     assert row.tobytes() == np.asarray(f[2], dtype=np.float32).tobytes()
                 assert store.document_incidence(doc_id, terms).vectors is None
+                # with a query vector: the inner products, computed where the vectors are
+                want = np.array([np.asarray(f[2], dtype=np.float32) @ query for f in features],
+                                dtype=np.float32).reshape(-1)
+                for keep in (False, True):
+                    scored = store.document_incidence(doc_id, terms, vectors=keep, query=query)
+                    assert scored.chunk_ids == got.chunk_ids
+                    assert scored.present.tolist() == got.present.tolist()
+                    assert (scored.vectors is not None) is keep
+                    assert scored.dots is not None and scored.dots.dtype == np.float32
+                    assert scored.dots.shape == (len(features),)
+                    np.testing.assert_allclose(scored.dots, want, rtol=0, atol=1e-6)
+                assert got.dots is None
             held, stored = store.terms_of(chunk_ids), store.vectors_of(chunk_ids)
             got = store.chunk_incidence(chunk_ids, terms, vectors=True)
             assert got.chunk_ids == tuple(c for c in dict.fromkeys(chunk_ids) if c in held)

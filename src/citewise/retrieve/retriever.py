@@ -602,7 +602,7 @@ class Retriever:
             return doc_hits[:n]
         unique = list(dict.fromkeys(terms))
         features = self.store.document_incidence(best.chunk.document_id, unique,
-                                                 vectors=query_vec is not None)
+                                                 query=query_vec)
         n_local = len(features.chunk_ids)
         if n_local <= 1:
             return doc_hits[:n]
@@ -611,8 +611,8 @@ class Retriever:
         total = sum(idf.values())
         if total <= 0:
             return doc_hits[:n]
-        if query_vec is not None and features.vectors is not None:
-            cos = features.vectors @ query_vec
+        if query_vec is not None and features.dots is not None:
+            cos = features.dots
         else:
             cos = np.zeros(n_local)
         span = float(cos.max() - cos.min())

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -102,13 +102,28 @@ class TermIncidence:
     duplicates kept); ``present``: bool (len(chunk_ids), len(terms)), True where chunk i's
     analysed BM25 terms hold ``terms[j]`` (exactly ``terms[j] in frozenset(chunk terms)``);
     ``vectors``: float32 (len(chunk_ids), dim), the stored L2-normalised vectors, row i for
-    chunk i, or None when not asked for.
+    chunk i, or None when not asked for; ``dots``: float32 (len(chunk_ids),), the inner
+    product of chunk i's stored vector with the query vector asked for (the cosine, both
+    being unit length; higher is closer), or None when none was asked for.
     """
 
     chunk_ids: tuple[str, ...]
     terms: tuple[str, ...]
     present: np.ndarray
     vectors: np.ndarray | None = None
+    dots: np.ndarray | None = None
+
+    def scored(self, query: np.ndarray | None, *, keep_vectors: bool) -> TermIncidence:
+        """This incidence with ``dots`` = ``vectors @ query`` (float32, numpy's product, so
+        the same bits as the retriever computing it) when ``query`` is given; ``vectors``
+        kept only with ``keep_vectors``. Raises ValueError when a query is given and
+        ``vectors`` is None."""
+        dots = self.dots
+        if query is not None:
+            if self.vectors is None:
+                raise ValueError("dots need the chunks' vectors")
+            dots = self.vectors @ np.asarray(query, dtype=np.float32)
+        return replace(self, vectors=self.vectors if keep_vectors else None, dots=dots)
 
     @classmethod
     def of(cls, chunk_ids: Sequence[str], chunk_terms: Sequence[frozenset[str]],
@@ -218,11 +233,15 @@ class Store(Protocol):
         in ``ordinal`` order."""
 
     def document_incidence(self, document_id: str, terms: Sequence[str], *,
-                           vectors: bool = False) -> TermIncidence:
+                           vectors: bool = False,
+                           query: np.ndarray | None = None) -> TermIncidence:
         """Every chunk of a document (``ordinal`` order, as :meth:`chunk_features`) with which
         of the analysed ``terms`` it holds and, with ``vectors``, its float32 vector: the same
         values :meth:`chunk_features` gives, reduced to ``terms`` (an unknown document has no
-        rows). A backend may answer from derived in-memory indexes of the state read."""
+        rows). With ``query`` (float32 (dim,), unit length), ``dots``: each chunk's vector's
+        inner product with it (equal to ``vectors @ query`` up to float32 rounding; a server
+        backend computes it where the vectors are, without sending them). A backend may
+        answer from derived in-memory indexes of the state read."""
 
     def chunk_incidence(self, chunk_ids: Sequence[str], terms: Sequence[str], *,
                         vectors: bool = False) -> TermIncidence:

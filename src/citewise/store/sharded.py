@@ -450,10 +450,12 @@ class ShardedPostgresStore:
         return self._on(self._home(document_id), lambda s: s.chunk_features(document_id))
 
     def document_incidence(self, document_id: str, terms: Sequence[str], *,
-                           vectors: bool = False) -> TermIncidence:
+                           vectors: bool = False,
+                           query: np.ndarray | None = None) -> TermIncidence:
         """See :meth:`Store.document_incidence` (from the document's shard)."""
         return self._on(self._home(document_id),
-                        lambda s: s.document_incidence(document_id, terms, vectors=vectors))
+                        lambda s: s.document_incidence(document_id, terms, vectors=vectors,
+                                                       query=query))
 
     def chunk_incidence(self, chunk_ids: Sequence[str], terms: Sequence[str], *,
                         vectors: bool = False) -> TermIncidence:

@@ -261,14 +261,17 @@ class SQLStore:
         raise NotImplementedError
 
     def document_incidence(self, document_id: str, terms: Sequence[str], *,
-                           vectors: bool = False) -> TermIncidence:
+                           vectors: bool = False,
+                           query: np.ndarray | None = None) -> TermIncidence:
         """See :meth:`Store.document_incidence`: from :meth:`chunk_features` (one query
         reading every chunk's terms and vector)."""
         features = self.chunk_features(document_id)
         # the stored dimension (two reads of the meta table) only when no row gives it
         dim = len(features[0][2]) if features else self.stored_model()[1] or 1
+        wanted = vectors or query is not None
         return TermIncidence.of([f[0] for f in features], [f[1] for f in features], terms,
-                                [f[2] for f in features] if vectors else None, dim)
+                                [f[2] for f in features] if wanted else None,
+                                dim).scored(query, keep_vectors=vectors)
 
     def chunk_incidence(self, chunk_ids: Sequence[str], terms: Sequence[str], *,
                         vectors: bool = False) -> TermIncidence:

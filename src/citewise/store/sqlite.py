@@ -684,23 +684,25 @@ class SQLiteStore(SQLStore):
         return [(cid, frozenset(t.split()), np.frombuffer(v, dtype="<f4")) for cid, t, v in rows]
 
     def document_incidence(self, document_id: str, terms: Sequence[str], *,
-                           vectors: bool = False) -> TermIncidence:
+                           vectors: bool = False,
+                           query: np.ndarray | None = None) -> TermIncidence:
         """See :meth:`Store.document_incidence`. When the BM25 index is that of the state
         read, the chunks' row keys come from the covering ``chunks_document`` index alone (no
-        chunk's row, terms or vector is read from the file), which terms each holds from the index's postings
-        (:meth:`BM25Index.incidence`) and the vectors from the dense index's matrix (the
-        stored bytes, so equal to :meth:`chunk_features`'s); else from
-        :meth:`chunk_features`."""
+        chunk's row, terms or vector is read from the file), which terms each holds from
+        the index's postings (:meth:`BM25Index.incidence`) and the vectors from the dense
+        index's matrix (the stored bytes, so equal to :meth:`chunk_features`'s; ``dots``
+        their numpy product with ``query``); else from :meth:`chunk_features`."""
         with self.snapshot():
             index = self._bm25_kept.current(self.generation()) if self.bm25_index else None
             if index is not None:
                 rows = self.db.execute(
                     "SELECT rowid, id FROM chunks WHERE document_id = ? ORDER BY ordinal",
                     (document_id,)).fetchall()
-                found = self._indexed_incidence(index, rows, terms, vectors)
+                found = self._indexed_incidence(index, rows, terms,
+                                                vectors or query is not None)
                 if found is not None:
-                    return found
-            return super().document_incidence(document_id, terms, vectors=vectors)
+                    return found.scored(query, keep_vectors=vectors)
+            return super().document_incidence(document_id, terms, vectors=vectors, query=query)
 
     def chunk_incidence(self, chunk_ids: Sequence[str], terms: Sequence[str], *,
                         vectors: bool = False) -> TermIncidence:
