@@ -217,13 +217,40 @@ def test_schema_is_migrated_once_with_named_migrations(postgres_url):
     PostgresStore(postgres_url).close()
     store = PostgresStore(postgres_url)  # reopening applies nothing twice
     assert store.migrations() == ["m001_initial", "m002_collection", "m003_chunk_language",
-                                  "m004_chunk_page_starts", "m005_document_error_kind"]
+                                  "m004_chunk_page_starts", "m005_document_error_kind",
+                                  "m006_inline_vectors"]
     tables = {r[0] for r in store.db.execute(
         "SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
     assert tables == {"citewise_migrations", "citewise_meta", "documents", "chunks", "postings",
                       "term_stats", "collection_stats"}
     assert store.db.execute(
         "SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()[0] >= "0.8"
+    store.close()
+
+
+def test_vectors_stay_in_the_chunk_row_when_the_row_is_long(postgres_url):
+    """m006: a 384-d vector (1.5 kB) in a 3 kB row stays in the row (pgvector's default
+    storage moved it, the largest value, into the TOAST table: a lookup per chunk read); the
+    texts go there instead."""
+    store = PostgresStore(postgres_url)
+    store.bind_model("m", 384)
+    rng = np.random.default_rng(3)
+    texts = [" ".join(f"w{rng.integers(10**6)}" for _ in range(70)) for _ in range(3)]
+    vecs = rng.normal(size=(3, 384)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    doc = Document(id="long", path="long.txt", source_path="/long.txt", title="long",
+                   format="text", content_hash="h")
+    chunks = [Chunk(id=f"long-{i}", document_id="long", ordinal=i, text=t, source_text=t,
+                    char_start=0, char_end=len(t), content_hash=f"c{i}")
+              for i, t in enumerate(texts)]
+    store.upsert_document(doc, chunks, vecs, [analyze(t) for t in texts])
+    rows = store.db.execute(
+        "SELECT pg_column_toast_chunk_id(embedding) IS NULL, "
+        "pg_column_toast_chunk_id(source_text) IS NOT NULL FROM chunks ORDER BY ordinal"
+    ).fetchall()
+    assert rows == [(True, True)] * 3
+    back = store.vectors_of(["long-1"])["long-1"]
+    assert back.tobytes() == vecs[1].tobytes()
     store.close()
 
 
@@ -251,9 +278,13 @@ def test_an_index_made_before_m002_is_upgraded_in_place(postgres_url):
                         (f"f{i}", f"f{i}.txt", f"/f{i}.txt", error))
     store = PostgresStore(postgres_url)
     assert store.migrations() == ["m001_initial", "m002_collection", "m003_chunk_language",
-                                  "m004_chunk_page_starts", "m005_document_error_kind"]
+                                  "m004_chunk_page_starts", "m005_document_error_kind",
+                                  "m006_inline_vectors"]
     assert [(d.id, d.collection, d.error_kind) for d in store.documents()] == [
         ("d", "default", ""), ("f0", "default", "empty"), ("f1", "default", "")]
+    assert store.db.execute(  # m006: vectors written from now on stay in the row
+        "SELECT attstorage FROM pg_attribute WHERE attrelid = 'chunks'::regclass "
+        "AND attname = 'embedding'").fetchone()[0] == "m"
     store.close()
 
 

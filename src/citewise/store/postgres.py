@@ -229,10 +229,22 @@ def m005_document_error_kind(cur: psycopg.Cursor[Any]) -> None:
                 "AND strpos(error, %s) > 0", (EmptyDocumentError.kind, EmptyDocumentError.remedy))
 
 
+def m006_inline_vectors(cur: psycopg.Cursor[Any]) -> None:
+    """Vectors kept in the chunk's row (``STORAGE MAIN``) instead of pgvector's default
+    ``EXTERNAL``, which moved them into the TOAST table whenever a row passed 2 kB (most rows:
+    a 384-d vector is 1.5 kB, and the text and terms come with it). Reading a document's
+    vectors then took a TOAST index lookup per chunk: 310 buffers for a 100-chunk document
+    against 25 inline (docs/benchmarks.md). The text columns, compressible, go to TOAST
+    first instead. Only rows written afterwards move; ``VACUUM FULL chunks`` rewrites the
+    older ones (it locks the table and rebuilds its indexes, HNSW included)."""
+    cur.execute("ALTER TABLE chunks ALTER COLUMN embedding SET STORAGE MAIN")
+
+
 MIGRATIONS: list[Callable[[psycopg.Cursor[Any]], None]] = [m001_initial, m002_collection,
                                                              m003_chunk_language,
                                                              m004_chunk_page_starts,
-                                                             m005_document_error_kind]
+                                                             m005_document_error_kind,
+                                                             m006_inline_vectors]
 _STEPS = named(MIGRATIONS)
 
 
@@ -498,6 +510,8 @@ class PostgresStore(SQLStore):
             if column_dim != dim and not has_chunks:
                 cur.execute("DROP INDEX IF EXISTS chunks_embedding_hnsw")
                 cur.execute(f"ALTER TABLE chunks ALTER COLUMN embedding TYPE vector({int(dim)})")
+                # a new type resets the column's storage to the type's (m006_inline_vectors)
+                cur.execute("ALTER TABLE chunks ALTER COLUMN embedding SET STORAGE MAIN")
                 self._create_hnsw(cur, dim)
             elif not has_chunks and _row(cur.execute(
                     "SELECT to_regclass('chunks_embedding_hnsw') IS NULL"))[0]:
