@@ -21,7 +21,7 @@ from citewise.store.sqlite import SQLiteStore
 from citewise.text.analysis import analyze, tokenize
 from citewise.types import Chunk, Document
 from tests.conftest import DATASETS
-from tests.suites.store import DIM, StoreSuite, make_doc, unit
+from tests.suites.store import DIM, StoreSuite, make_doc, unit, write_in_subprocess
 
 
 class TestPostgresStore(StoreSuite):
@@ -329,6 +329,91 @@ def test_bulk_load_builds_hnsw_with_at_least_1gb_and_keeps_a_larger_setting(
     hits = store.dense_search(make_doc("a", ["x", "y"])[2][0], 1)
     assert [h.chunk_id for h in hits] == ["a-0"]
     store.close()
+
+
+def _bulk_state(store: PostgresStore) -> tuple[bool, bool, str | None]:
+    """(postings primary key present, HNSW index present, the ``bulk_load`` marker)."""
+    db = store.db
+    key, hnsw = db.execute("SELECT to_regclass('postings_pkey') IS NOT NULL, "
+                           "to_regclass('chunks_embedding_hnsw') IS NOT NULL").fetchone()
+    marker = db.execute("SELECT value FROM citewise_meta WHERE key = 'bulk_load'").fetchone()
+    return key, hnsw, marker[0] if marker else None
+
+
+def test_bulk_load_into_an_empty_store_builds_the_postings_key_once_same_bm25(
+        postgres_url, tmp_path):
+    """An empty store's bulk load drops the postings key and the HNSW index, marks itself,
+    and builds both at its end; BM25 then equals the SQLite store's (ids and scores, to
+    the bit), and a bulk load into a non-empty store keeps the postings key."""
+    pg, lite = PostgresStore(postgres_url), SQLiteStore(tmp_path / "i.sqlite3")
+    for s in (pg, lite):
+        s.bind_model("m", DIM)
+    rng = np.random.default_rng(3)
+    collection = _scifact(120)
+    assert _bulk_state(pg) == (True, True, None)
+    with pg.bulk_load():
+        assert _bulk_state(pg) == (False, False, "hnsw,postings_pkey")
+        for doc, chunks in collection[:100]:
+            _write((pg, lite), doc, chunks, rng)
+        # a rewrite and a delete inside the load remove postings without the key
+        _write((pg, lite), collection[0][0], collection[0][1][:2], rng)
+        assert pg.delete_document(collection[1][0].id) and lite.delete_document(collection[1][0].id)
+    assert _bulk_state(pg) == (True, True, None)
+    with pg.bulk_load():
+        assert _bulk_state(pg) == (True, False, "hnsw")
+        for doc, chunks in collection[100:]:
+            _write((pg, lite), doc, chunks, rng)
+    assert _bulk_state(pg) == (True, True, None)
+    _stats_are_consistent(pg)
+    with (DATASETS / "scifact" / "queries.jsonl").open() as f:
+        queries = [json.loads(line)["text"] for line, _ in zip(f, range(60), strict=False)]
+    found = 0
+    for q in queries:
+        terms = tokenize(q)
+        got, want = pg.sparse_search(terms, 10), lite.sparse_search(terms, 10)
+        assert [(h.chunk_id, h.sparse) for h in got] == [(h.chunk_id, h.sparse) for h in want]
+        found += bool(want)
+    assert found >= 50
+    pg.close()
+    lite.close()
+
+
+def test_a_bulk_load_killed_part_way_is_finished_by_the_next_open(postgres_url):
+    """A process killed inside bulk_load leaves the postings key and the HNSW index dropped
+    and the marker set; the next PostgresStore opened builds both, clears the marker, and
+    the written document is found by both legs."""
+    store = PostgresStore(postgres_url)
+    store.bind_model("m", DIM)
+    store.close()
+    write_in_subprocess(f"PostgresStore({postgres_url!r})", """
+        with store.bulk_load():
+            store.upsert_document(*make_doc("a", ["alpha beta", "gamma delta"]))
+            os.kill(os.getpid(), signal.SIGKILL)
+    """)
+    raw = psycopg.connect(postgres_url, autocommit=True)
+    assert raw.execute("SELECT to_regclass('postings_pkey') IS NULL, "
+                       "to_regclass('chunks_embedding_hnsw') IS NULL").fetchone() == (True, True)
+    raw.close()
+    reopened = PostgresStore(postgres_url)
+    assert _bulk_state(reopened) == (True, True, None)
+    assert [h.chunk_id for h in reopened.sparse_search(["gamma"], 5)] == ["a-1"]
+    doc, chunks, vecs = make_doc("a", ["alpha beta", "gamma delta"])
+    assert [h.chunk_id for h in reopened.dense_search(vecs[1], 1)] == ["a-1"]
+    reopened.close()
+
+
+def test_a_store_opened_during_a_live_bulk_load_leaves_its_indexes_to_it(postgres_url):
+    """Opening the index while another session's bulk load runs builds nothing (the load
+    holds the advisory lock); the load builds its indexes at its end."""
+    loader = PostgresStore(postgres_url)
+    loader.bind_model("m", DIM)
+    with loader.bulk_load():
+        loader.upsert_document(*make_doc("a", ["alpha beta"]))
+        other = PostgresStore(postgres_url)
+        assert _bulk_state(other) == (False, False, "hnsw,postings_pkey")
+        other.close()
+    assert _bulk_state(loader) == (True, True, None)
+    loader.close()
 
 
 @pytest.mark.slow

@@ -105,6 +105,7 @@ HNSW_MAX_DIM = 2000
 #: Largest dimension pgvector's HNSW index accepts for ``halfvec`` (16-bit floats).
 HALFVEC_MAX_DIM = 4000
 _MIGRATION_LOCK = 0x63697465  # advisory lock key held while migrating ("cite")
+_BULK_LOCK = 0x62756C6B  # session advisory lock key held by a bulk load ("bulk")
 _RETRIES = 5
 #: Least ``maintenance_work_mem`` for building the HNSW index in :meth:`PostgresStore.bulk_load`.
 BUILD_MEMORY = "1GB"
@@ -398,6 +399,8 @@ class PostgresStore(SQLStore):
         try:
             with psycopg.connect(self.url, autocommit=True) as conn:
                 self._migrate(conn)
+                if conn.execute("SELECT pg_is_in_recovery()").fetchone() == (False,):
+                    self._finish_interrupted_bulk_load(conn)
         except psycopg.Error as err:
             raise IndexError_(
                 f"cannot open the PostgreSQL index at {redact_url(self.url)} ({err}); check "
@@ -531,26 +534,79 @@ class PostgresStore(SQLStore):
 
     @contextmanager
     def bulk_load(self) -> Iterator[None]:
-        """Write many documents without maintaining the HNSW index row by row: the index is
-        dropped on entry and built once on exit (several times faster for a large load, as
-        pgvector's documentation advises). Meanwhile dense search is exact, hence slower.
-        Used by ``citewise migrate``; the index is rebuilt even when the load fails. The build
-        gets ``maintenance_work_mem`` of at least :data:`BUILD_MEMORY` (a larger server or role
-        setting is kept: pgvector builds much faster while the graph fits in it)."""
+        """Write many documents without maintaining the large indexes row by row: on entry
+        the HNSW index is dropped and, when the store holds no chunk yet, so is the
+        ``postings`` primary key (about 90 B-tree entries per chunk, inserted in term order
+        all over the tree: at 1M chunks that maintenance, not the rows, set the write rate);
+        on exit both are built once from the sorted rows (several times faster for a large
+        load, as pgvector's and PostgreSQL's documentation advise for bulk loads).
+        Meanwhile dense search is exact and SQL BM25 reads the postings without their key,
+        hence both slower, with the same results. Used by ``citewise migrate``; the indexes
+        are rebuilt even when the load fails, and a load whose process died (a kill, a lost
+        connection) is finished by the next :class:`PostgresStore` opened on the database
+        (:meth:`_finish_interrupted_bulk_load`, told by the ``bulk_load`` row of
+        ``citewise_meta``). A second bulk load waits for the first (a session advisory
+        lock). The builds get ``maintenance_work_mem`` of at least :data:`BUILD_MEMORY` (a
+        larger server or role setting is kept: pgvector builds much faster while the graph
+        fits in it)."""
         _, dim = self.stored_model()
         if dim is None:
             yield
             return
-        self.db.execute("DROP INDEX IF EXISTS chunks_embedding_hnsw")
+        conn = self.db
+        conn.execute("SELECT pg_advisory_lock(%s)", (_BULK_LOCK,))
         try:
-            yield
+            with conn.transaction(), conn.cursor() as cur:
+                empty = _row(cur.execute("SELECT NOT EXISTS (SELECT 1 FROM chunks)"))[0]
+                dropped = ["hnsw", "postings_pkey"] if empty else ["hnsw"]
+                cur.execute("INSERT INTO citewise_meta VALUES ('bulk_load', %s) ON CONFLICT "
+                            "(key) DO UPDATE SET value = EXCLUDED.value", (",".join(dropped),))
+                cur.execute("DROP INDEX IF EXISTS chunks_embedding_hnsw")
+                if empty:
+                    cur.execute("ALTER TABLE postings DROP CONSTRAINT IF EXISTS postings_pkey")
+            try:
+                yield
+            finally:
+                self._build_dropped(conn, dim, dropped)
         finally:
-            with self.db.transaction(), self.db.cursor() as cur:
-                cur.execute(
-                    "SELECT set_config('maintenance_work_mem', %s, true) WHERE pg_size_bytes("
-                    "current_setting('maintenance_work_mem')) < pg_size_bytes(%s)",
-                    (BUILD_MEMORY, BUILD_MEMORY))
+            conn.execute("SELECT pg_advisory_unlock(%s)", (_BULK_LOCK,))
+
+    def _build_dropped(self, conn: psycopg.Connection[Any], dim: int,
+                       dropped: Sequence[str]) -> None:
+        """Build the indexes a bulk load dropped (``hnsw``, ``postings_pkey``) and delete
+        the ``bulk_load`` marker, in one transaction with ``maintenance_work_mem`` of at
+        least :data:`BUILD_MEMORY`."""
+        with conn.transaction(), conn.cursor() as cur:
+            cur.execute(
+                "SELECT set_config('maintenance_work_mem', %s, true) WHERE pg_size_bytes("
+                "current_setting('maintenance_work_mem')) < pg_size_bytes(%s)",
+                (BUILD_MEMORY, BUILD_MEMORY))
+            if "postings_pkey" in dropped and _row(cur.execute(
+                    "SELECT to_regclass('postings_pkey') IS NULL"))[0]:
+                cur.execute("ALTER TABLE postings ADD CONSTRAINT postings_pkey "
+                            "PRIMARY KEY (term, chunk) INCLUDE (tf, dl)")
+            if "hnsw" in dropped and dim <= HALFVEC_MAX_DIM:
                 self._create_hnsw(cur, dim)
+            cur.execute("DELETE FROM citewise_meta WHERE key = 'bulk_load'")
+
+    def _finish_interrupted_bulk_load(self, conn: psycopg.Connection[Any]) -> None:
+        """Build the indexes of a bulk load whose process died before its end (the
+        ``bulk_load`` row of ``citewise_meta`` names them), unless a bulk load is under way
+        in a live session (it holds the advisory lock and builds them itself). Logs a
+        warning first: at 1M chunks the builds take minutes."""
+        if conn.execute("SELECT 1 FROM citewise_meta WHERE key = 'bulk_load'").fetchone() is None:
+            return
+        if not _row(conn.execute("SELECT pg_try_advisory_lock(%s)", (_BULK_LOCK,)))[0]:
+            return
+        try:
+            row = conn.execute("SELECT value FROM citewise_meta WHERE key = 'bulk_load'").fetchone()
+            dim = conn.execute("SELECT value FROM citewise_meta WHERE key = 'dimension'").fetchone()
+            if row is not None and dim is not None:
+                _log.warning("a bulk load into %s ended before building its indexes (%s); "
+                             "building them now", redact_url(self.url), row[0])
+                self._build_dropped(conn, int(dim[0]), row[0].split(","))
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (_BULK_LOCK,))
 
     def bind_analyzer(self, version: str, *, force: bool = False) -> None:
         """See :meth:`Store.bind_analyzer`."""
