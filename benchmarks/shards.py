@@ -34,6 +34,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import sys
@@ -149,6 +150,10 @@ def main() -> None:
     reuse = marker is not None and marker.exists()
     if reuse:
         assert marker is not None
+        # only the vectors are needed from here on (exact neighbours): at 1M the texts and
+        # terms are ~8 GB that the servers' page cache can use instead
+        texts, terms, docs = [], [], []
+        gc.collect()
         servers = [pgserver.PgServer(Path(d), p, Path(r)) for d, p, r in json.loads(marker.read_text())]
         for s, extra in zip(servers, extras, strict=True):
             s.restart(durable=True, extra=extra)
