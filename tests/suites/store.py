@@ -399,6 +399,21 @@ class StoreSuite:
                     assert scored.dots.shape == (len(features),)
                     np.testing.assert_allclose(scored.dots, want, rtol=0, atol=1e-6)
                 assert got.dots is None
+            # several documents at once (repeats and unknown ones included): what one call
+            # per document gives, in the order asked
+            asked = [*reversed(doc_ids), doc_ids[0]]
+            for q in (None, query):
+                many = store.documents_incidence(asked, terms, query=q)
+                assert len(many) == len(asked)
+                for doc_id, inc in zip(asked, many, strict=True):
+                    one = store.document_incidence(doc_id, terms, query=q)
+                    assert inc.chunk_ids == one.chunk_ids and inc.terms == one.terms
+                    assert inc.present.tolist() == one.present.tolist()
+                    assert inc.vectors is None
+                    assert (inc.dots is None) is (q is None)
+                    if q is not None:
+                        assert inc.dots.tobytes() == one.dots.tobytes()
+            assert store.documents_incidence([], terms) == []
             held, stored = store.terms_of(chunk_ids), store.vectors_of(chunk_ids)
             got = store.chunk_incidence(chunk_ids, terms, vectors=True)
             assert got.chunk_ids == tuple(c for c in dict.fromkeys(chunk_ids) if c in held)

@@ -205,6 +205,22 @@ def prefer_document_hits(hits: list[Hit], document_id: str,
 _CLAUSE_END = re.compile(r"[;:.!?](?=\s)|[；：。！？]")
 
 
+def _needs_incidence(doc_hits: list[Hit], terms: list[str]) -> bool:
+    """Whether :meth:`Retriever._within_document` reads the document's incidence: the
+    question has terms and the best hit's chunk and document are known, with several
+    chunks."""
+    best = doc_hits[0]
+    return (bool(terms) and best.chunk is not None and best.document is not None
+            and best.document.chunk_count > 1)
+
+
+def _document_id(hit: Hit) -> str:
+    """The document of a hit whose chunk is loaded (raises ValueError otherwise)."""
+    if hit.chunk is None:
+        raise ValueError(f"hit {hit.chunk_id} has no chunk loaded")
+    return hit.chunk.document_id
+
+
 def question_clause(query: str) -> str:
     """The clause that asks: the text after the last ``;``, ``:`` or sentence end before the
     question's end, when it holds at least two content terms (:func:`content_terms`:
@@ -531,13 +547,19 @@ class Retriever:
             focus_vec = self.embedder.embed_query(focus)
         n_chunks, cdf = self.store.term_document_frequencies(list(dict.fromkeys(terms)))
         keys: list[str] = []  # normalised text of each selected hit
-        for doc_hits in order.values():
+        documents = list(order.values())
+        unique = list(dict.fromkeys(terms))
+        batch: list[list[Hit]] = []  # each document's picks, read in rounds (below)
+        for at, doc_hits in enumerate(documents):
             if len(selected) >= top_k:
                 break
-            picked = self._with_texts([
-                h for h in self._within_document(terms, focus_vec, cdf, doc_hits, per_file,
-                                                 n_chunks)
-                if (h.relevance or 0.0) >= min_score])
+            if not batch:
+                # the next documents in one round of store reads: as many as are needed at
+                # the least (each gives at most per_file), so none is read in vain
+                round_ = documents[at:at + -(-(top_k - len(selected)) // max(per_file, 1))]
+                batch = self._picks(round_, terms, unique, focus_vec, cdf, per_file, n_chunks,
+                                    min_score)
+            picked = batch.pop(0)
             for hit in picked:
                 if hit.chunk is None:  # a chunk no longer stored
                     continue
@@ -553,6 +575,24 @@ class Retriever:
                 if hit.document is not None and hit.document.id not in held:
                     selected[same] = replace(kept, duplicates=(*kept.duplicates, hit.document))
         return selected[:top_k]
+
+    def _picks(self, documents: list[list[Hit]], terms: list[str], unique: list[str],
+               query_vec: np.ndarray | None, collection_df: Mapping[str, int], per_file: int,
+               n_chunks: int, min_score: float) -> list[list[Hit]]:
+        """:meth:`_within_document`'s chunks of each document (its hits, best first) with
+        ``relevance >= min_score``, read in full (:meth:`_with_texts`); the documents'
+        incidences in one ``Store.documents_incidence`` call and the texts in one
+        ``get_chunks`` call (one round trip each to a server store, not two per document)."""
+        asks = [i for i, hits in enumerate(documents) if _needs_incidence(hits, terms)]
+        incidences = dict(zip(asks, self.store.documents_incidence(
+            [_document_id(documents[i][0]) for i in asks], unique, query=query_vec),
+            strict=True)) if asks else {}
+        chosen = [[h for h in self._within_document(terms, query_vec, collection_df, hits,
+                                                    per_file, n_chunks, incidences.get(i))
+                   if (h.relevance or 0.0) >= min_score]
+                  for i, hits in enumerate(documents)]
+        loaded = iter(self._with_texts([h for hits in chosen for h in hits]))
+        return [[next(loaded) for _ in hits] for hits in chosen]
 
     def _with_texts(self, hits: list[Hit]) -> list[Hit]:
         """``hits`` with their chunks and documents read in full (``Store.get_chunks``: text,
@@ -576,7 +616,8 @@ class Retriever:
 
     def _within_document(self, terms: list[str], query_vec: np.ndarray | None,
                          collection_df: Mapping[str, int], doc_hits: list[Hit],
-                         n: int, n_chunks: int) -> list[Hit]:
+                         n: int, n_chunks: int,
+                         features: TermIncidence | None = None) -> list[Hit]:
         """The ``n`` chunks of one document that best match the question, judged with
         *within-document* IDF: a term in every chunk of the document (often the name of the
         party or product the question uses to pick the document) says nothing about which
@@ -598,11 +639,12 @@ class Retriever:
         (``n_chunks``: the chunks in the index, for the collection IDF of ``collection_df``).
         """
         best = doc_hits[0]
-        if not terms or best.chunk is None or best.document is None or best.document.chunk_count <= 1:
+        if not _needs_incidence(doc_hits, terms):
             return doc_hits[:n]
         unique = list(dict.fromkeys(terms))
-        features = self.store.document_incidence(best.chunk.document_id, unique,
-                                                 query=query_vec)
+        if features is None:
+            features = self.store.document_incidence(_document_id(best), unique,
+                                                     query=query_vec)
         n_local = len(features.chunk_ids)
         if n_local <= 1:
             return doc_hits[:n]

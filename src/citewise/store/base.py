@@ -243,6 +243,12 @@ class Store(Protocol):
         backend computes it where the vectors are, without sending them). A backend may
         answer from derived in-memory indexes of the state read."""
 
+    def documents_incidence(self, document_ids: Sequence[str], terms: Sequence[str], *,
+                            query: np.ndarray | None = None) -> list[TermIncidence]:
+        """:meth:`document_incidence` (no vectors; ``dots`` with ``query``) of each of
+        ``document_ids``, in that order, read in one committed state: the values a call per
+        document gives. A server backend answers them in one round trip per server."""
+
     def chunk_incidence(self, chunk_ids: Sequence[str], terms: Sequence[str], *,
                         vectors: bool = False) -> TermIncidence:
         """The given chunks (first occurrences, in the given order; unknown ids left out)

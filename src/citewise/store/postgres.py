@@ -793,42 +793,62 @@ class PostgresStore(SQLStore):
     def document_incidence(self, document_id: str, terms: Sequence[str], *,
                            vectors: bool = False,
                            query: np.ndarray | None = None) -> TermIncidence:
-        """See :meth:`Store.document_incidence`: one statement. The document's chunks come
-        from the ``chunks_document`` index, which of ``terms`` each holds from the
-        ``postings`` primary key (no chunk's terms are read or split), and with ``query``
-        ``dots`` are computed by pgvector on the server (``-(embedding <#> query)``, float32
-        products summed as pgvector does, returned as float8), so a chunk's vector crosses
-        the connection only with ``vectors``. Measured at 1M chunks (docs/benchmarks.md):
-        about 1 ms a document of 100 chunks, against 5 ms reading every chunk's terms and
-        vector."""
+        """See :meth:`Store.document_incidence`: one statement (:meth:`_incidences`).
+        Measured at 1M chunks (docs/benchmarks.md): about 1 ms a document of 100 chunks,
+        against 5 ms reading every chunk's terms and vector."""
+        return self._incidences([document_id], terms, vectors=vectors, query=query)[0]
+
+    def documents_incidence(self, document_ids: Sequence[str], terms: Sequence[str], *,
+                            query: np.ndarray | None = None) -> list[TermIncidence]:
+        """See :meth:`Store.documents_incidence`: every document in one statement
+        (:meth:`_incidences`)."""
+        return self._incidences(document_ids, terms, vectors=False, query=query)
+
+    def _incidences(self, document_ids: Sequence[str], terms: Sequence[str], *,
+                    vectors: bool, query: np.ndarray | None) -> list[TermIncidence]:
+        """The incidence of each of ``document_ids`` (in that order), in one statement. The
+        documents' chunks come from the ``chunks_document`` index, which of ``terms`` each
+        holds from the ``postings`` primary key (no chunk's terms are read or split), and
+        with ``query`` ``dots`` are computed by pgvector on the server (``-(embedding <#>
+        query)``, float32 products summed as pgvector does, returned as float8), so a
+        chunk's vector crosses the connection only with ``vectors``."""
+        if not document_ids:
+            return []
         wanted = [t for t in dict.fromkeys(terms) if t]
         scores = "-(embedding <#> %(q)s)" if query is not None else "NULL::float8"
         sql = (
-            "WITH c AS MATERIALIZED (SELECT seq, ordinal, id, "
+            "WITH c AS MATERIALIZED (SELECT seq, ordinal, id, document_id, "
             f"{'embedding' if vectors else 'NULL::vector'} AS v, {scores} AS dot "
-            "FROM chunks WHERE document_id = %(d)s) "
-            "SELECT seq, ordinal, id, v, dot, NULL::text FROM c UNION ALL "
-            "SELECT p.chunk, NULL, NULL, NULL, NULL, p.term FROM postings p "
+            "FROM chunks WHERE document_id = ANY(%(d)s)) "
+            "SELECT seq, ordinal, id, v, dot, NULL::text, document_id FROM c UNION ALL "
+            "SELECT p.chunk, NULL, NULL, NULL, NULL, p.term, NULL FROM postings p "
             "WHERE p.term = ANY(%(t)s) AND p.chunk = ANY(ARRAY(SELECT seq FROM c))")
-        params: dict[str, Any] = {"d": document_id, "t": wanted}
+        params: dict[str, Any] = {"d": list(dict.fromkeys(document_ids)), "t": wanted}
         if query is not None:
             params["q"] = np.asarray(query, dtype=np.float32).reshape(-1)
         rows = self.db.execute(sql, params, binary=True).fetchall()
-        chunks = sorted((r for r in rows if r[5] is None), key=lambda r: r[1])
         held: dict[int, set[str]] = {}
+        per_doc: dict[str, list[Any]] = {}
         for r in rows:
             if r[5] is not None:
                 held.setdefault(r[0], set()).add(r[5])
+            else:
+                per_doc.setdefault(r[6], []).append(r)
         empty: set[str] = set()
-        present = np.array([[t in held.get(r[0], empty) for t in terms] for r in chunks],
-                           dtype=bool).reshape(len(chunks), len(terms))
-        stacked = None
-        if vectors:
-            stacked = (np.stack([_vec(r[3]) for r in chunks]) if chunks
-                       else np.zeros((0, self.stored_model()[1] or 1), dtype=np.float32))
-        dots = (np.array([r[4] for r in chunks], dtype=np.float32) if query is not None
-                else None)
-        return TermIncidence(tuple(r[2] for r in chunks), tuple(terms), present, stacked, dots)
+        out = []
+        for document_id in document_ids:
+            chunks = sorted(per_doc.get(document_id, ()), key=lambda r: r[1])
+            present = np.array([[t in held.get(r[0], empty) for t in terms] for r in chunks],
+                               dtype=bool).reshape(len(chunks), len(terms))
+            stacked = None
+            if vectors:
+                stacked = (np.stack([_vec(r[3]) for r in chunks]) if chunks
+                           else np.zeros((0, self.stored_model()[1] or 1), dtype=np.float32))
+            dots = (np.array([r[4] for r in chunks], dtype=np.float32) if query is not None
+                    else None)
+            out.append(TermIncidence(tuple(r[2] for r in chunks), tuple(terms), present,
+                                     stacked, dots))
+        return out
 
     def get_chunks(self, chunk_ids: Sequence[str], *,
                    texts: bool = True) -> dict[str, tuple[Chunk, Document]]:

@@ -457,6 +457,23 @@ class ShardedPostgresStore:
                         lambda s: s.document_incidence(document_id, terms, vectors=vectors,
                                                        query=query))
 
+    def documents_incidence(self, document_ids: Sequence[str], terms: Sequence[str], *,
+                            query: np.ndarray | None = None) -> list[TermIncidence]:
+        """See :meth:`Store.documents_incidence`: the shards holding any of the documents
+        asked at once, each for its own (one statement each)."""
+        homes = [self._home(d) for d in document_ids]
+        if len(set(homes)) <= 1:
+            return (self._on(homes[0], lambda s: s.documents_incidence(document_ids, terms,
+                                                                       query=query))
+                    if homes else [])
+        mine = [[d for d, h in zip(document_ids, homes, strict=True) if h == i]
+                for i in range(len(self.shards))]
+        parts = self._each(lambda s: s.documents_incidence(mine[self.shards.index(s)], terms,
+                                                           query=query))
+        found = {d: inc for ids, part in zip(mine, parts, strict=True)
+                 for d, inc in zip(ids, part, strict=True)}
+        return [found[d] for d in document_ids]
+
     def chunk_incidence(self, chunk_ids: Sequence[str], terms: Sequence[str], *,
                         vectors: bool = False) -> TermIncidence:
         """See :meth:`Store.chunk_incidence`: every shard asked at once for the chunks it

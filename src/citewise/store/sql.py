@@ -273,6 +273,13 @@ class SQLStore:
                                 [f[2] for f in features] if wanted else None,
                                 dim).scored(query, keep_vectors=vectors)
 
+    def documents_incidence(self, document_ids: Sequence[str], terms: Sequence[str], *,
+                            query: np.ndarray | None = None) -> list[TermIncidence]:
+        """See :meth:`Store.documents_incidence`: :meth:`document_incidence` per document,
+        in one snapshot."""
+        with self.snapshot():
+            return [self.document_incidence(d, terms, query=query) for d in document_ids]
+
     def chunk_incidence(self, chunk_ids: Sequence[str], terms: Sequence[str], *,
                         vectors: bool = False) -> TermIncidence:
         """See :meth:`Store.chunk_incidence`: from :meth:`terms_of` and :meth:`vectors_of`,
