@@ -397,7 +397,7 @@ def test_a_bulk_load_killed_part_way_is_finished_by_the_next_open(postgres_url):
     reopened = PostgresStore(postgres_url)
     assert _bulk_state(reopened) == (True, True, None)
     assert [h.chunk_id for h in reopened.sparse_search(["gamma"], 5)] == ["a-1"]
-    doc, chunks, vecs = make_doc("a", ["alpha beta", "gamma delta"])
+    _, _, vecs = make_doc("a", ["alpha beta", "gamma delta"])
     assert [h.chunk_id for h in reopened.dense_search(vecs[1], 1)] == ["a-1"]
     reopened.close()
 
