@@ -300,7 +300,7 @@ class OnnxReranker:
     ``windows`` (:data:`WINDOWS`): ``all`` scores every window of a long passage and keeps
     the best logit, ``best`` only the window of :func:`best_windows`. ``spinning`` lets idle
     pool threads busy-wait (:func:`citewise.embed.embedder.cpu_session`); off by default,
-    which halved the time on 2 loaded cores.
+    which took 0.55-0.79 of the time on 2 cores shared with another job (same logits).
 
     The longest input is read from the file's metadata (``citewise.max_length``, written by
     ``citewise train-reranker``; 256 when absent). Scores come back in the input order.
