@@ -19,9 +19,20 @@ which ``citewise train-reranker --max-queries M`` leaves unused while N + M is a
 count: a second development set, for choosing settings off SciFact.
 
 Latency: ``Reranker.score`` on the top 30 and top 100 passages of SciFact test queries on
-``CITEWISE_THREADS`` threads, median of ``--repeats`` calls per query over ``--latency-queries``
-queries, for every model given (ONNX int8, ONNX fp32, PyTorch CrossEncoder), each reported
-also as a ratio to the first model measured in the same run.
+``CITEWISE_THREADS`` threads, for every model given (ONNX int8, ONNX fp32, PyTorch
+CrossEncoder), interleaved query by query (see :func:`latency`): p50 / p95 over
+``--latency-queries`` queries of the median of ``--repeats`` calls, each as a ratio to the
+first model, with the load average before and after. ``--model 'label=path;key=value'`` sets
+:class:`OnnxReranker` options (``windows``, ``spinning``, ``batch``): ``'before=bundled;
+spinning=1'`` is the reranker as it was before issue 26's speed work. Latency alone, over the
+first 1,000 abstracts (an index built in minutes):
+
+    python benchmarks/reranker.py --scifact ../shared/datasets/scifact --corpus-docs 1000 \
+        --no-test --latency-pairs 30 --latency-queries 40 --repeats 2 \
+        --model 'before=bundled;spinning=1' --model after=bundled \
+        --model 'after-best=bundled;windows=best'
+
+Quality:
 
     python benchmarks/reranker.py --scifact ../shared/datasets/scifact \
         --model int8=src/citewise/models/reranker-minilm-l6.int8.onnx \
@@ -34,6 +45,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -47,7 +59,7 @@ from citewise.eval.datasets import BeirDataset, first_documents, load_beir, load
 from citewise.eval.metrics import evaluate
 from citewise.eval.run import build_index
 from citewise.retrieve.fusion import fuse
-from citewise.retrieve.rerank import Reranker, load_reranker
+from citewise.retrieve.rerank import BUNDLED, BUNDLED_FILE, OnnxReranker, Reranker, load_reranker
 from citewise.retrieve.retriever import Retriever, clean_query
 from citewise.train.data import dev_split, xquad_split
 from citewise.types import Hit
@@ -248,6 +260,13 @@ def xquad_dev(path: Path, n: int) -> BeirDataset:
 
 def latency(dataset: BeirDataset, settings: Settings, models: dict[str, Reranker],
             n_queries: int, repeats: int, sizes: Sequence[int] = (30, 100)) -> list[dict]:
+    """Milliseconds of ``Reranker.score`` on the top ``n`` pipeline candidates of the first
+    ``n_queries`` queries, for each ``n`` of ``sizes``. The models are interleaved: for every
+    query and repeat each model scores once, in an order rotated per query, so that a change
+    in the other jobs' load falls on all of them alike. A query's time is the median of its
+    ``repeats``; p50 and p95 are over the queries; ratios are to the first model (of the p50s,
+    of the p95s, and the median of each query's own ratio, which is the least disturbed by
+    load changing during the run). The load average (1 min) is read before and after."""
     store, embedder = build_index(dataset, settings, settings.embedding_model,
                                   settings.home / "eval")
     retriever = Retriever(settings, store, embedder)
@@ -262,24 +281,79 @@ def latency(dataset: BeirDataset, settings: Settings, models: dict[str, Reranker
     rows = []
     for model in models.values():
         model.score(work[0][0], work[0][1][:30])  # warm-up (first-call allocations)
+    labels = list(models)
     for n in sizes:
-        base = None
-        for label, model in models.items():
-            per_query = []
-            for query, passages in work:
-                times = []
-                for _ in range(repeats):
+        load_before = os.getloadavg()[0]
+        per_query: dict[str, list[float]] = {k: [] for k in labels}
+        scores: dict[str, list[np.ndarray]] = {k: [] for k in labels}
+        for q, (query, passages) in enumerate(work):
+            times: dict[str, list[float]] = {k: [] for k in labels}
+            for _ in range(repeats):
+                for label in labels[q % len(labels):] + labels[:q % len(labels)]:
                     t0 = time.perf_counter()
-                    model.score(query, passages[:n])
-                    times.append((time.perf_counter() - t0) * 1000)
-                per_query.append(statistics.median(times))
-            ms = statistics.median(per_query)
-            base = base or ms
-            rows.append({"pairs": n, "model": label, "ms_median": round(ms, 1),
-                         "ms_p90": round(float(np.percentile(per_query, 90)), 1),
-                         "ratio_to_first": round(ms / base, 2)})
-            print(rows[-1], file=sys.stderr, flush=True)
+                    s = models[label].score(query, passages[:n])
+                    times[label].append((time.perf_counter() - t0) * 1000)
+                    if len(scores[label]) == q:
+                        scores[label].append(s)
+            for label in labels:
+                per_query[label].append(statistics.median(times[label]))
+        load_after = os.getloadavg()[0]
+        base = per_query[labels[0]]
+        for label in labels:
+            ms = per_query[label]
+            rows.append({"pairs": n, "model": label, "queries": len(ms),
+                         "ms_p50": round(statistics.median(ms), 1),
+                         "ms_p95": round(float(np.percentile(ms, 95)), 1),
+                         "ratio_p50": round(statistics.median(ms) / statistics.median(base), 2),
+                         "ratio_p95": round(float(np.percentile(ms, 95) / np.percentile(base, 95)),
+                                            2),
+                         # paired: each query's time over the first model's on the same query
+                         "ratio_paired": round(statistics.median(
+                             a / b for a, b in zip(ms, base, strict=True)), 2),
+                         "ms_per_query": [round(x, 1) for x in ms],
+                         **agreement(scores[labels[0]], scores[label]),
+                         "load_before": load_before, "load_after": load_after})
+            print({k: v for k, v in rows[-1].items() if k != "ms_per_query"}, file=sys.stderr,
+                  flush=True)
     return rows
+
+
+def agreement(before: Sequence[np.ndarray], after: Sequence[np.ndarray]) -> dict:
+    """How ``after``'s scores order each query's passages like ``before``'s: the mean and the
+    lowest Spearman rank correlation, the share of queries with the same top passage, and the
+    largest absolute logit difference."""
+    def ranks(x: np.ndarray) -> np.ndarray:
+        return np.argsort(np.argsort(-x, kind="stable"), kind="stable").astype(np.float64)
+
+    rho = [float(np.corrcoef(ranks(a), ranks(b))[0, 1]) for a, b in zip(before, after,
+                                                                         strict=True)]
+    return {"spearman_mean": round(float(np.mean(rho)), 4),
+            "spearman_min": round(float(np.min(rho)), 4),
+            "top1_agreement": round(float(np.mean([np.argmax(a) == np.argmax(b)
+                                                   for a, b in zip(before, after,
+                                                                   strict=True)])), 3),
+            "max_abs_logit_diff": round(float(max(np.abs(a - b).max()
+                                                  for a, b in zip(before, after,
+                                                                  strict=True))), 4)}
+
+
+def load_model(spec: str, threads: int) -> tuple[str, Reranker]:
+    """``label=path`` or ``label=path;key=value;...`` with the :class:`OnnxReranker` options
+    ``windows`` (all, best), ``spinning`` (0, 1) and ``batch`` (pairs per run, forced even
+    for a dynamically quantised file: the batch-dependent scoring before 4df4f09)."""
+    label, rest = spec.split("=", 1)
+    path, *options = rest.split(";")
+    if not options:
+        reranker = load_reranker(path, threads)
+        assert reranker is not None
+        return label, reranker
+    opts = dict(o.split("=", 1) for o in options)
+    model = OnnxReranker(BUNDLED_FILE if path == BUNDLED else path, threads=threads,
+                         windows=opts.get("windows", "all"),
+                         spinning=opts.get("spinning", "0") == "1")
+    if "batch" in opts:
+        model.batch_size = int(opts["batch"])
+    return label, model
 
 
 def write_subset(path: Path, dataset: BeirDataset, settings: Settings, n: int, depth: int,
@@ -342,10 +416,7 @@ def main() -> None:
     if args.write_subset:
         write_subset(args.write_subset, scifact("test"), settings, 100, 10)
         return
-    models = {}
-    for spec in args.model:
-        label, path = spec.split("=", 1)
-        models[label] = load_reranker(path, settings.threads)
+    models = dict(load_model(spec, settings.threads) for spec in args.model)
     wanted = [m for m in args.quality_models.split(",") if m] or list(models)
     cached = {k: Cached(models[k]) for k in wanted}
     candidates = [int(c) for c in args.candidates.split(",")]
@@ -394,11 +465,17 @@ def main() -> None:
         for r in out.get("code", []) + out.get("docs", []):
             print(f"| {r['dataset']} | {r['run']} | {r['MRR@10']:.3f} | {r['hit@8']:.3f} |")
     if out["latency"]:
-        print("\n| pairs | model | median ms | p90 ms | ratio to first |")
-        print("|---|---|---|---|---|")
+        r0 = out["latency"][0]
+        print(f"\nload average (1 min) {r0['load_before']:.2f} before, "
+              f"{out['latency'][-1]['load_after']:.2f} after")
+        print("| pairs | model | p50 ms | p95 ms | p50 ratio | p95 ratio | paired ratio | "
+              "Spearman mean / min | top-1 agreement | max logit diff |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
         for r in out["latency"]:
-            print(f"| {r['pairs']} | {r['model']} | {r['ms_median']} | {r['ms_p90']} | "
-                  f"{r['ratio_to_first']} |")
+            print(f"| {r['pairs']} | {r['model']} | {r['ms_p50']} | {r['ms_p95']} | "
+                  f"{r['ratio_p50']} | {r['ratio_p95']} | {r['ratio_paired']} | "
+                  f"{r['spearman_mean']} / "
+                  f"{r['spearman_min']} | {r['top1_agreement']} | {r['max_abs_logit_diff']} |")
     if args.json:
         args.json.write_text(json.dumps(out, indent=1))
 

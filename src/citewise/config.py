@@ -242,6 +242,11 @@ class Settings(BaseSettings):
     rerank_weight: float = Field(
         0.7, ge=0.0, le=1.0, description="Weight of the reranker score against the fused score."
     )
+    rerank_windows: Literal["all", "best"] = Field(
+        "all", description="How an ONNX reranker reads a passage longer than its input: 'all' "
+        "its overlapping windows, the best logit kept; 'best' only the window sharing the most "
+        "question terms (one model run per passage: faster, scores can differ).",
+    )
     rerank_languages: Annotated[list[str], NoDecode] = Field(
         default_factory=lambda: ["en"],
         description="Languages of the questions the reranker reranks, as detected (ISO 639-1: "

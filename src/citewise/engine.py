@@ -86,7 +86,8 @@ class Engine:
 
     @cached_property
     def reranker(self) -> Reranker | None:
-        return load_reranker(self.settings.reranker_model, self.settings.threads)
+        return load_reranker(self.settings.reranker_model, self.settings.threads,
+                             self.settings.rerank_windows)
 
     @cached_property
     def retriever(self) -> Retriever:

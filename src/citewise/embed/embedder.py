@@ -52,10 +52,13 @@ TORCH_EXTRA = "pip install 'citewise[torch]'"
 
 
 
-def cpu_session(path: Path, threads: int, failure: str) -> Any:
+def cpu_session(path: Path, threads: int, failure: str, spinning: bool = True) -> Any:
     """An ONNX Runtime inference session of the model file ``path`` on the CPU with
-    ``threads`` intra-op threads (one inter-op thread). Raises ModelError when onnxruntime is
-    missing, or ``failure`` with ``{err}`` replaced by the error when the file does not load."""
+    ``threads`` intra-op threads (one inter-op thread). ``spinning=False`` makes idle pool
+    threads sleep instead of busy-waiting for the next operator (ONNX Runtime's
+    ``session.intra_op.allow_spinning``): on cores shared with other work a spinning thread
+    takes time the other threads need. Raises ModelError when onnxruntime is missing, or
+    ``failure`` with ``{err}`` replaced by the error when the file does not load."""
     try:
         import onnxruntime as ort
     except ImportError as err:
@@ -64,6 +67,8 @@ def cpu_session(path: Path, threads: int, failure: str) -> Any:
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = threads
     opts.inter_op_num_threads = 1
+    if not spinning:
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
     try:
         return ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
     except Exception as err:  # noqa: BLE001 - ONNX Runtime raises its own types, or anything

@@ -83,7 +83,7 @@ def run_dataset(
     qrels = {q: dataset.qrels[q] for q in queries}
     folder = settings.home / "eval"
     rows: list[dict[str, Any]] = []
-    reranker = load_reranker(settings.reranker_model, settings.threads)
+    reranker = load_reranker(settings.reranker_model, settings.threads, settings.rerank_windows)
     bm25_done = False
     for model in models:
         store, embedder = build_index(dataset, settings, model, folder, progress)

@@ -21,6 +21,8 @@ Callan, "Deeper Text Understanding for IR with Contextual Neural Language Modeli
 At most :data:`MAX_WINDOWS` windows are read per passage; a passage longer than that is
 truncated, and that is logged as a warning naming how many passages were cut (the first
 windowed passage a model meets is logged as a warning too, later ones at debug level).
+``windows="best"`` (setting ``rerank_windows``) reads one window per passage instead, the one
+sharing the most question terms (:func:`best_windows`): as many model runs as passages.
 """
 
 from __future__ import annotations
@@ -47,6 +49,11 @@ MAX_WINDOWS = 8
 """Most windows one long passage is scored in; text after them is cut (and logged)."""
 WINDOW_OVERLAP = 32
 """Tokens two consecutive windows of a passage share."""
+WINDOWS = ("all", "best")
+"""How a passage longer than the model's input is read: ``all`` its windows, the best logit
+kept (MaxP); ``best`` only the window of :func:`best_windows`."""
+BEST_WINDOW_MARGIN = 2
+"""Distinct question terms a later window must hold beyond the first to be read instead."""
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +103,54 @@ def passage_windows(query_tokens: int, passages: Sequence[str], offsets: Offsets
             texts.append(f"{head}\n{text}" if head else text)
             owner.append(i)
     return texts, owner, cut
+
+
+def best_windows(query: str, texts: Sequence[str], owner: Sequence[int]) -> list[int]:
+    """Indices into ``texts`` (the windows of :func:`passage_windows`, ``owner[i]`` the
+    passage of ``texts[i]``) keeping one window per passage, in order: the first window
+    (which holds the passage's start and its title line), unless a later one holds at least
+    :data:`BEST_WINDOW_MARGIN` more distinct question terms (after the BM25 analysis,
+    question words such as "what" left out); then the one holding the most, the earliest of
+    equals. A passage with one window keeps it."""
+    from citewise.text.analysis import content_terms, tokenize
+    from citewise.text.language import detect_language
+
+    language = detect_language(query)
+    terms = set(content_terms(query, language))
+    by_passage: dict[int, list[int]] = {}
+    for i, o in enumerate(owner):
+        by_passage.setdefault(o, []).append(i)
+    keep = []
+    for idx in by_passage.values():
+        if len(idx) == 1 or not terms:
+            keep.append(idx[0])
+            continue
+        shared = [len(terms.intersection(tokenize(texts[i], language))) for i in idx]
+        best = max(range(len(idx)), key=lambda k: (shared[k], -k))
+        keep.append(idx[best] if shared[best] >= shared[0] + BEST_WINDOW_MARGIN else idx[0])
+    return sorted(keep)
+
+
+def length_batches(lengths: Sequence[int], batch_size: int, max_tokens: int = 8192,
+                   slack: float = 0.1) -> list[list[int]]:
+    """Indices of ``lengths`` (pairs' token counts) grouped into batches of similar length:
+    sorted by length (shortest first, ties in input order), a batch closes before it would
+    hold more than ``batch_size`` pairs, pad to more than ``max_tokens`` tokens, or compute
+    more than ``slack`` (a share) padding tokens beyond its real ones."""
+    batches: list[list[int]] = []
+    current: list[int] = []
+    real = 0
+    for i in sorted(range(len(lengths)), key=lambda i: lengths[i]):
+        n, longest = len(current) + 1, lengths[i]  # sorted: the newcomer is the longest
+        if current and (n > batch_size or n * longest > max_tokens
+                        or n * longest > (1 + slack) * (real + longest)):
+            batches.append(current)
+            current, real = [], 0
+        current.append(i)
+        real += lengths[i]
+    if current:
+        batches.append(current)
+    return batches
 
 
 def _best_per_passage(scores: np.ndarray, owner: list[int], n: int) -> np.ndarray:
@@ -230,18 +285,31 @@ def encode(tokenizer: Tokenizer, pairs: Sequence[tuple[str, str]]) -> dict[str, 
 class OnnxReranker:
     """A cross-encoder exported to ONNX (inputs ``input_ids``, ``attention_mask``,
     ``token_type_ids``, int64 (batch, tokens); output ``logits``, float32 (batch, 1)), run by
-    ONNX Runtime on ``threads`` CPU threads in batches of ``batch_size`` pairs (one pair per
-    run for a dynamically quantised file, whose metadata ``citewise.quantization`` says so,
-    so that a pair's score does not depend on the other pairs).
+    ONNX Runtime on ``threads`` CPU threads.
+
+    A dynamically quantised file (metadata ``citewise.quantization`` starting with
+    ``dynamic``, as ``citewise train-reranker`` writes by default and the shipped file is)
+    scores one pair per run: dynamic int8 quantisation takes each run's activation scales
+    from the whole input tensor, padding included, so in a batch a pair's logit would depend
+    on the other pairs (by up to 3 logits on the shipped model). Any other file scores pairs
+    in batches of similar token length (:func:`length_batches`: at most ``batch_size``
+    pairs, at most 10 % padding), whose logits do not depend on the batch beyond float
+    rounding. On 2 shared cores one pair per run of the int8 file was measured the fastest
+    way, batches included (docs/benchmarks.md, "Reranker latency").
+
+    ``windows`` (:data:`WINDOWS`): ``all`` scores every window of a long passage and keeps
+    the best logit, ``best`` only the window of :func:`best_windows`. ``spinning`` lets idle
+    pool threads busy-wait (:func:`citewise.embed.embedder.cpu_session`); off by default,
+    which took 0.55-0.79 of the time on 2 cores shared with another job (same logits).
 
     The longest input is read from the file's metadata (``citewise.max_length``, written by
-    ``citewise train-reranker``; 256 when absent). Passages are sorted by length before
-    batching so that little padding is computed; scores come back in the input order.
-    Raises ConfigError when the file is missing and ModelError when it is not a loadable
-    ONNX cross-encoder.
+    ``citewise train-reranker``; 256 when absent). Scores come back in the input order.
+    Raises ConfigError when the file is missing or ``windows`` is unknown, and ModelError when
+    it is not a loadable ONNX cross-encoder.
     """
 
-    def __init__(self, path: str | Path, threads: int = 2, batch_size: int = 16) -> None:
+    def __init__(self, path: str | Path, threads: int = 2, batch_size: int = 16,
+                 windows: str = "all", spinning: bool = False) -> None:
         path = Path(path).expanduser()
         if not path.is_file():
             raise ConfigError(
@@ -249,9 +317,12 @@ class OnnxReranker:
                 f"(for example one written by `citewise train-reranker`), '{BUNDLED}' for the "
                 "shipped one, or leave it empty to skip reranking"
             )
+        if windows not in WINDOWS:
+            raise ConfigError(f"CITEWISE_RERANK_WINDOWS: {windows!r} is not one of "
+                              f"{', '.join(WINDOWS)}")
         self.session = cpu_session(path, threads, f"CITEWISE_RERANKER_MODEL: {path} is not a "
                                    "loadable ONNX model ({err}); re-export it with `citewise "
-                                   "train-reranker`")
+                                   "train-reranker`", spinning=spinning)
         names = {i.name for i in self.session.get_inputs()}
         if not {"input_ids", "attention_mask"} <= names:
             raise ModelError(f"CITEWISE_RERANKER_MODEL: {path} has inputs {sorted(names)}; a "
@@ -260,14 +331,12 @@ class OnnxReranker:
         meta = self.session.get_modelmeta().custom_metadata_map
         self.max_length = int(meta.get("citewise.max_length", DEFAULT_MAX_LENGTH))
         self.tokenizer = base_tokenizer(self.max_length)
+        self.tokenizer.no_padding()  # batches are padded by _run, to their own longest pair
         self._plain = base_tokenizer(self.max_length)  # for counting: no truncation, padding
         self._plain.no_truncation()
         self._plain.no_padding()
         self.name = str(path)
-        # dynamic int8 quantisation picks the activation scale of each MatMul from the whole
-        # input tensor of a run, padding included, so a pair's score would depend on the other
-        # pairs of its batch (by up to 3 logits measured on the shipped model): quantised files
-        # score one pair per run, which on 2 cores costs no more than batches of 16
+        self.windows = windows
         self.quantized = meta.get("citewise.quantization", "").startswith("dynamic")
         self.batch_size = 1 if self.quantized else batch_size
 
@@ -275,39 +344,53 @@ class OnnxReranker:
         return list(self._plain.encode(text, add_special_tokens=False).offsets)
 
     def score(self, query: str, passages: Sequence[str]) -> np.ndarray:
-        """Logits of (query, passage) pairs; long passages scored by windows (max)."""
+        """Logits of (query, passage) pairs: float32, shape ``(len(passages),)``, in the order
+        of ``passages``, higher meaning more relevant; long passages scored by windows (the
+        best window's logit, or the one window of ``windows="best"``)."""
         if not passages:
             return np.zeros(0, dtype=np.float32)
         query_tokens = len(self._plain.encode(query, add_special_tokens=False).ids)
         texts, owner, cut = passage_windows(query_tokens, passages, self._offsets,
                                             self.max_length)
+        if self.windows == "best" and len(texts) > len(passages):
+            keep = best_windows(query, texts, owner)
+            texts, owner = [texts[i] for i in keep], [owner[i] for i in keep]
         _log_windows(self.name, _windowed(owner), cut, self.max_length)
         return _best_per_passage(self._score(query, texts), owner, len(passages))
 
     def _score(self, query: str, passages: Sequence[str]) -> np.ndarray:
+        encodings = self.tokenizer.encode_batch([(query, p) for p in passages])
+        lengths = [len(e.ids) for e in encodings]
         out = np.zeros(len(passages), dtype=np.float32)
-        order = sorted(range(len(passages)), key=lambda i: len(passages[i]))
-        for start in range(0, len(order), self.batch_size):
-            idx = order[start:start + self.batch_size]
-            feed = encode_pairs(self.tokenizer, query, [passages[i] for i in idx])
+        for idx in length_batches(lengths, self.batch_size):
+            width = max(lengths[i] for i in idx)
+            feed = {k: np.zeros((len(idx), width), dtype=np.int64)
+                    for k in ("input_ids", "attention_mask", "token_type_ids")}
+            for row, i in enumerate(idx):
+                e, n = encodings[i], lengths[i]
+                feed["input_ids"][row, :n] = e.ids
+                feed["attention_mask"][row, :n] = 1
+                feed["token_type_ids"][row, :n] = e.type_ids
             logits = self.session.run(["logits"], {k: v for k, v in feed.items()
                                                    if k in self._inputs})[0]
             out[idx] = np.asarray(logits, dtype=np.float32).reshape(len(idx), -1)[:, 0]
         return out
 
 
-def load_reranker(path: str, threads: int = 2) -> Reranker | None:
+def load_reranker(path: str, threads: int = 2, windows: str = "all") -> Reranker | None:
     """The configured reranker: None when ``CITEWISE_RERANKER_MODEL`` is empty, the shipped
     ONNX file for ``bundled``, :class:`OnnxReranker` for a path ending in ``.onnx``, else a
-    sentence-transformers folder (:class:`CrossEncoderReranker`). Raises ConfigError for a
-    missing path and ModelError for a file or folder that does not load."""
+    sentence-transformers folder (:class:`CrossEncoderReranker`). ``windows``
+    (``rerank_windows``, :data:`WINDOWS`) applies to ONNX files. Raises ConfigError for a
+    missing path or an unknown ``windows`` and ModelError for a file or folder that does not
+    load."""
     if not path:
         return None
     if path == BUNDLED:
         if not BUNDLED_FILE.is_file():
             raise ModelError(f"the shipped reranker {BUNDLED_FILE} is missing; reinstall "
                              "citewise, or set CITEWISE_RERANKER_MODEL to another model or ''")
-        return OnnxReranker(BUNDLED_FILE, threads=threads)
+        return OnnxReranker(BUNDLED_FILE, threads=threads, windows=windows)
     if path.lower().endswith(".onnx"):
-        return OnnxReranker(path, threads=threads)
+        return OnnxReranker(path, threads=threads, windows=windows)
     return CrossEncoderReranker(path, threads=threads)
