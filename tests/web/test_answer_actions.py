@@ -14,6 +14,15 @@ from citewise.train.data import read_jsonl
 from tests.web.conftest import LONG, QUESTION, ask, screenshot
 
 
+def watch_copied(button) -> None:  # type: ignore[no-untyped-def]
+    """Record in ``window.__copied`` whether ``button``'s label ever reads "Copied": the
+    label shows for 1.5 s only, which a check polling a loaded browser can miss (seen in
+    CI), so the check waits for the record instead of the transient text."""
+    button.evaluate("b => { window.__copied = false; new MutationObserver(() => {"
+                    " if (b.textContent === 'Copied') window.__copied = true; })"
+                    ".observe(b, {childList: true, characterData: true, subtree: true}); }")
+
+
 def saved_chat(server) -> dict:  # type: ignore[no-untyped-def]
     with httpx.Client(base_url=server.url) as c:
         chat = c.get("/api/chats").json()["data"][0]
@@ -32,8 +41,9 @@ def test_copy_feedback_and_its_export_as_training_jsonl(page, server, tmp_path):
     sources = answer["sources"]
 
     # copy: the answer's text with its [n] markers, then the sources it cites
+    watch_copied(msg.locator(".action.copy"))
     msg.get_by_role("button", name="Copy the answer with its sources").click()
-    expect(msg.locator(".action.copy")).to_have_text("Copied")
+    page.wait_for_function("window.__copied === true")
     copied = page.evaluate("navigator.clipboard.readText()")
     cited = sorted({int(n) for n in re.findall(r"\[(\d+)\]", answer["content"])})
     assert copied.startswith(answer["content"].strip())
@@ -232,8 +242,9 @@ def test_keyboard_shortcuts(page, server):
     msg = ask(page, QUESTION)
     expect(msg).to_have_attribute("data-state", "done", timeout=LONG)
     page.locator("#chat-title").click()  # focus off the fields
+    watch_copied(msg.locator(".action.copy"))
     page.keyboard.press("Control+Shift+C")  # copy the last answer
-    expect(msg.locator(".action.copy")).to_have_text("Copied")
+    page.wait_for_function("window.__copied === true")
     copied = page.evaluate("navigator.clipboard.readText()")
     assert "24 months" in copied and "\n\nSources:\n[1] " in copied
     page.keyboard.press("Control+k")

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from citewise.errors import DocumentError
+from citewise.ingest.parsers.pdf import PDFIUM_LOCK
 
 #: Rendering scale (1.0 = 72 dpi); 2 keeps small print readable on high-density screens.
 SCALE = 2.0
@@ -46,15 +47,17 @@ def _open(path: str | Path, page: int):  # type: ignore[no-untyped-def]
 
 
 def render_png(path: str | Path, page: int, scale: float = SCALE) -> bytes:
-    """Page ``page`` (1-based) of the PDF at ``path`` as PNG bytes. Raises DocumentError."""
-    pdf = _open(path, page)
-    try:
-        image = pdf[page - 1].render(scale=scale).to_pil()
-        out = io.BytesIO()
-        image.save(out, format="PNG", optimize=True)
-        return out.getvalue()
-    finally:
-        pdf.close()
+    """Page ``page`` (1-based) of the PDF at ``path`` as PNG bytes. Raises DocumentError.
+    Thread-safe: pdfium is used under :data:`~citewise.ingest.parsers.pdf.PDFIUM_LOCK`."""
+    with PDFIUM_LOCK:
+        pdf = _open(path, page)
+        try:
+            image = pdf[page - 1].render(scale=scale).to_pil()
+        finally:
+            pdf.close()
+    out = io.BytesIO()
+    image.save(out, format="PNG", optimize=True)
+    return out.getvalue()
 
 
 def _collapsed(text: str) -> tuple[str, list[int]]:
@@ -75,7 +78,13 @@ def _collapsed(text: str) -> tuple[str, list[int]]:
 
 def text_boxes(path: str | Path, page: int, text: str) -> PageBoxes:
     """Where ``text`` is on page ``page`` of the PDF (see the module docstring); no boxes
-    when it is not found. Raises DocumentError for a file or page that cannot be opened."""
+    when it is not found. Raises DocumentError for a file or page that cannot be opened.
+    Thread-safe: pdfium is used under :data:`~citewise.ingest.parsers.pdf.PDFIUM_LOCK`."""
+    with PDFIUM_LOCK:
+        return _text_boxes(path, page, text)
+
+
+def _text_boxes(path: str | Path, page: int, text: str) -> PageBoxes:
     pdf = _open(path, page)
     try:
         pg = pdf[page - 1]

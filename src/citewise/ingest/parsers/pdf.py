@@ -76,7 +76,10 @@ __all__ = ["MIN_FONT_SIZE", "MIN_LETTERS", "parse"]
 
 MIN_LETTERS = 20
 MIN_FONT_SIZE = 3.0
-_LOCK = threading.Lock()
+#: Held around every use of pdfium in this process: pdfium is not thread-safe, not even
+#: for two different documents (pypdfium2's documentation), so the parser and the source
+#: viewer's page rendering (:mod:`citewise.api.pdf_pages`) take turns.
+PDFIUM_LOCK = threading.Lock()
 _PLACEHOLDER_TITLES = frozenset({"untitled", "untitled document", "title", "document", "no title",
                                  "(anonymous)", "anonymous", "(unspecified)", "unspecified"})
 
@@ -96,7 +99,7 @@ def parse(path: Path, data: bytes) -> ParsedDocument:
     if not _sniff(data):
         return parse_mislabelled(path, data, "PDF")
     try:
-        with _LOCK:
+        with PDFIUM_LOCK:
             return _parse_locked(Path(path), data)
     except CorruptDocumentError:
         if data.startswith(b"%PDF-"):
@@ -361,11 +364,11 @@ def _metadata_title(pdf: Any) -> str:
 @contextmanager
 def _unlocked() -> Iterator[None]:
     """Let go of the PDFium lock (held by the caller) for work that does not touch PDFium."""
-    _LOCK.release()
+    PDFIUM_LOCK.release()
     try:
         yield
     finally:
-        _LOCK.acquire()
+        PDFIUM_LOCK.acquire()
 
 
 def _images_key(page: Any) -> str | None:
