@@ -138,6 +138,12 @@ def _scifact(n_docs: int) -> list[tuple[Document, list[Chunk]]]:
     return out
 
 
+def _scifact_queries(n: int) -> list[str]:
+    """The first ``n`` SciFact queries' texts."""
+    with (DATASETS / "scifact" / "queries.jsonl").open() as f:
+        return [json.loads(line)["text"] for line, _ in zip(f, range(n), strict=False)]
+
+
 def _write(stores, doc, chunks, rng):
     vecs = rng.normal(size=(len(chunks), DIM)).astype(np.float32)
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
@@ -166,10 +172,8 @@ def test_bm25_rankings_equal_the_sqlite_store_on_scifact(postgres_url, tmp_path)
         _write(stores, doc, kept, rng)
     assert pg.info().chunks == lite.info().chunks == 1228
     _stats_are_consistent(pg)
-    with (DATASETS / "scifact" / "queries.jsonl").open() as f:
-        queries = [json.loads(line)["text"] for line, _ in zip(f, range(300), strict=False)]
     compared = 0
-    for q in queries:
+    for q in _scifact_queries(300):
         terms = tokenize(q)
         assert pg.term_document_frequencies(terms) == lite.term_document_frequencies(terms)
         got, want = pg.sparse_search(terms, 10), lite.sparse_search(terms, 10)
@@ -365,10 +369,8 @@ def test_bulk_load_into_an_empty_store_builds_the_postings_key_once_same_bm25(
             _write((pg, lite), doc, chunks, rng)
     assert _bulk_state(pg) == (True, True, None)
     _stats_are_consistent(pg)
-    with (DATASETS / "scifact" / "queries.jsonl").open() as f:
-        queries = [json.loads(line)["text"] for line, _ in zip(f, range(60), strict=False)]
     found = 0
-    for q in queries:
+    for q in _scifact_queries(60):
         terms = tokenize(q)
         got, want = pg.sparse_search(terms, 10), lite.sparse_search(terms, 10)
         assert [(h.chunk_id, h.sparse) for h in got] == [(h.chunk_id, h.sparse) for h in want]

@@ -617,7 +617,7 @@ class Retriever:
     def _within_document(self, terms: list[str], query_vec: np.ndarray | None,
                          collection_df: Mapping[str, int], doc_hits: list[Hit],
                          n: int, n_chunks: int,
-                         features: TermIncidence | None = None) -> list[Hit]:
+                         features: TermIncidence | None) -> list[Hit]:
         """The ``n`` chunks of one document that best match the question, judged with
         *within-document* IDF: a term in every chunk of the document (often the name of the
         party or product the question uses to pick the document) says nothing about which
@@ -632,6 +632,9 @@ class Retriever:
         document order of the fused ranking is kept. Falls back to the fused hits when the
         question has no terms or the document has one chunk.
 
+        ``features``: the document's incidence (``Store.documents_incidence``, with the
+        question's dots), None when :func:`_needs_incidence` says none is read.
+
         A chosen chunk that was not a candidate comes with ``chunk`` None (read with the
         kept texts, :meth:`_with_texts`), the document's best score, fused score and
         ``source`` (the leg that found the document; no BM25 score of its own), and the
@@ -639,12 +642,9 @@ class Retriever:
         (``n_chunks``: the chunks in the index, for the collection IDF of ``collection_df``).
         """
         best = doc_hits[0]
-        if not _needs_incidence(doc_hits, terms):
+        if features is None:  # not read: see _needs_incidence
             return doc_hits[:n]
         unique = list(dict.fromkeys(terms))
-        if features is None:
-            features = self.store.document_incidence(_document_id(best), unique,
-                                                     query=query_vec)
         n_local = len(features.chunk_ids)
         if n_local <= 1:
             return doc_hits[:n]

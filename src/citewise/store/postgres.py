@@ -594,17 +594,15 @@ class PostgresStore(SQLStore):
         ``bulk_load`` row of ``citewise_meta`` names them), unless a bulk load is under way
         in a live session (it holds the advisory lock and builds them itself). Logs a
         warning first: at 1M chunks the builds take minutes."""
-        if conn.execute("SELECT 1 FROM citewise_meta WHERE key = 'bulk_load'").fetchone() is None:
+        if self._meta("bulk_load") is None or not _row(
+                conn.execute("SELECT pg_try_advisory_lock(%s)", (_BULK_LOCK,)))[0]:
             return
-        if not _row(conn.execute("SELECT pg_try_advisory_lock(%s)", (_BULK_LOCK,)))[0]:
-            return
-        try:
-            row = conn.execute("SELECT value FROM citewise_meta WHERE key = 'bulk_load'").fetchone()
-            dim = conn.execute("SELECT value FROM citewise_meta WHERE key = 'dimension'").fetchone()
-            if row is not None and dim is not None:
+        try:  # read again under the lock: a load that just ended has deleted the row
+            dropped, (_, dim) = self._meta("bulk_load"), self.stored_model()
+            if dropped is not None and dim is not None:
                 _log.warning("a bulk load into %s ended before building its indexes (%s); "
-                             "building them now", redact_url(self.url), row[0])
-                self._build_dropped(conn, int(dim[0]), row[0].split(","))
+                             "building them now", redact_url(self.url), dropped)
+                self._build_dropped(conn, dim, dropped.split(","))
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (_BULK_LOCK,))
 
