@@ -22,13 +22,29 @@ from citewise.config import Settings
 from citewise.train import Loss
 
 if TYPE_CHECKING:
+    from citewise.engine import Engine
     from citewise.retrieve.retriever import Retriever
+    from citewise.train.synthetic import Writer
 
 
-def _index_retriever() -> Retriever | None:
+def _index_retriever(engine: Engine) -> Retriever | None:
     """The configured index's retriever, or None while the index has no chunks."""
-    engine = build_engine()
     return engine.retriever if engine.store.info().chunks else None
+
+
+def _question_writer(engine: Engine) -> Writer | None:
+    """The configured language model (the bundled one by default) as the writer of synthetic
+    questions: greedy, at most 64 tokens; None when CITEWISE_LLM_PROVIDER is none."""
+    provider = engine.provider()
+    if provider is None:
+        return None
+
+    def write(system: str, user: str) -> str:
+        return "".join(provider.stream([{"role": "system", "content": system},
+                                        {"role": "user", "content": user}],
+                                       max_tokens=64, temperature=0.0))
+
+    return write
 
 
 def train_reranker(
@@ -50,6 +66,12 @@ def train_reranker(
     jsonl: Annotated[list[Path] | None, typer.Option(
         help='Your own examples (repeatable): one {"query", "positive": [...], '
              '"negative": [...]} a line; chunk ids of the index or passage texts.')] = None,
+    synthetic: Annotated[list[Path] | None, typer.Option(
+        help="A file or folder of the index (repeatable): the language model writes a question "
+             "for each of --synthetic-questions of its passages; negatives mined by search.")
+    ] = None,
+    synthetic_questions: Annotated[int, typer.Option(
+        min=1, help="Passages asked about per --synthetic path, drawn with --seed.")] = 200,
     lora: Annotated[bool, typer.Option("--lora/--full",
                                        help="LoRA adapters over a frozen base, or full fine-tuning.")] = False,
     negatives: Annotated[int, typer.Option(min=1, help="Hard negatives per question.")] = 3,
@@ -100,7 +122,9 @@ def train_reranker(
                                   dev_queries=dev_queries, max_queries=max_queries,
                                   corpus_docs=corpus_docs, cuad=cuad, legalbench=legalbench,
                                   cuad_contracts=cuad_contracts, code=tuple(code or ()),
-                                  per_source=per_source, seed=seed)
+                                  per_source=per_source, seed=seed,
+                                  synthetic=tuple(synthetic or ()),
+                                  synthetic_questions=synthetic_questions)
         check_request(request, out, save_torch)
         require_extra(lora)  # before the minutes of mining hard negatives
         settings = Settings()
@@ -111,9 +135,18 @@ def train_reranker(
                              init=str(init) if init else "")
         show = sys.stderr.isatty()
         user_files = read_user_files(request)  # every file checked before the slow part
+        engines: list[Engine] = []
+
+        def engine() -> Engine:  # opened once, and only when a source needs the index
+            if not engines:
+                engines.append(build_engine())
+            return engines[0]
+
+        write = _question_writer(engine()) if request.synthetic else None
         with progress_bar("preparing", show) as update:
-            prepared = gather_examples(request, settings, user_files, _index_retriever,
-                                       update or plain_progress)
+            prepared = gather_examples(request, settings, user_files,
+                                       lambda: _index_retriever(engine()),
+                                       update or plain_progress, write)
         examples, sources = prepared.examples, prepared.sources
         pairs = pairs_of(examples)
         if save_examples:

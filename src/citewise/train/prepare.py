@@ -1,6 +1,7 @@
 """The data preparation of ``citewise train-reranker``: the request is checked, every source it
 names is turned into :class:`~citewise.train.data.Example` values, in a fixed order (SciFact,
-then each XQuAD file, then CUAD, then code, then each user JSONL file), each with a line saying
+then each XQuAD file, then CUAD, then code, then each user JSONL file, then each ``--synthetic``
+path's questions written by a language model), each with a line saying
 where it came from; ``per_source`` then caps each source to a seeded sample
 (:func:`~citewise.train.domains.sample_per_source`), so that every domain weighs alike.
 
@@ -28,6 +29,7 @@ from citewise.train.data import (
     xquad_examples,
 )
 from citewise.train.domains import code_examples, cuad_examples, sample_per_source
+from citewise.train.synthetic import Writer, synthetic_examples
 
 
 @dataclass(frozen=True)
@@ -40,7 +42,10 @@ class TrainingRequest:
     ``cuad`` a CUAD v1 folder (its train contracts, less those of the LegalBench-RAG folder
     ``legalbench``; ``cuad_contracts`` of them drawn with ``seed``, 0 = all), ``code`` installed
     package names (:func:`~citewise.train.domains.code_examples`); ``per_source`` at most that
-    many questions of each source, drawn with ``seed`` (0 = all), after ``max_queries``."""
+    many questions of each source, drawn with ``seed`` (0 = all), after ``max_queries``.
+    ``synthetic`` paths (files or folders) of the index whose passages get questions written
+    by a language model, ``synthetic_questions`` passages drawn with ``seed`` per path
+    (:mod:`citewise.train.synthetic`)."""
 
     scifact: Path | None = None
     xquad: tuple[Path, ...] = ()
@@ -55,6 +60,8 @@ class TrainingRequest:
     code: tuple[str, ...] = ()
     per_source: int = 0
     seed: int = 0
+    synthetic: tuple[Path, ...] = ()
+    synthetic_questions: int = 200
 
 
 @dataclass
@@ -71,8 +78,10 @@ def check_request(request: TrainingRequest, out: Path, save_torch: Path | None) 
     request names no source, ``out`` does not end in ``.onnx``, or ``save_torch`` is an
     existing file rather than a folder, or ``cuad`` comes without ``legalbench`` (whose
     contracts must stay out of training)."""
-    if not (request.scifact or request.xquad or request.jsonl or request.cuad or request.code):
-        raise ConfigError("give training data: --scifact, --xquad, --cuad, --code and/or --jsonl")
+    if not (request.scifact or request.xquad or request.jsonl or request.cuad or request.code
+            or request.synthetic):
+        raise ConfigError("give training data: --scifact, --xquad, --cuad, --code, --jsonl "
+                          "and/or --synthetic")
     if request.cuad and not request.legalbench:
         raise ConfigError("--cuad needs --legalbench FOLDER: the LegalBench-RAG contracts "
                           "are kept out of training")
@@ -92,14 +101,24 @@ def read_user_files(request: TrainingRequest) -> list[list[JsonlExample]]:
 def gather_examples(request: TrainingRequest, settings: Settings,
                     user_files: list[list[JsonlExample]],
                     index: Callable[[], Retriever | None],
-                    progress: ProgressFn | None = None) -> PreparedExamples:
+                    progress: ProgressFn | None = None,
+                    write: Writer | None = None) -> PreparedExamples:
     """The examples of every source of ``request``. SciFact and XQuAD negatives are mined
     over their own corpora (indexed under ``settings.home / "eval"``); ``user_files`` (from
     :func:`read_user_files`, one list per ``request.jsonl`` path) are resolved against the
     retriever that ``index`` returns, called once and only when there are user files (None:
-    no index to resolve chunk ids or mine negatives in). Raises ConfigError for a malformed
-    data set, and what the retrieval raises."""
+    no index to resolve chunk ids or mine negatives in). ``request.synthetic`` paths need that
+    index and ``write``, the language model (:data:`~citewise.train.synthetic.Writer`). Raises
+    ConfigError for a malformed data set, a synthetic path with no index, no model or nothing
+    indexed under it, and what the retrieval or the model raises."""
     out = PreparedExamples()
+    opened: list[Retriever | None] = []
+
+    def retriever() -> Retriever | None:
+        if not opened:
+            opened.append(index())
+        return opened[0]
+
     if request.scifact:
         out.examples += scifact_examples(request.scifact, settings, request.negatives,
                                          request.dev_queries, request.max_queries,
@@ -122,10 +141,24 @@ def gather_examples(request: TrainingRequest, settings: Settings,
                                       request.max_queries, request.seed, progress)
         out.sources.append(f"code docstrings ({', '.join(request.code)})")
     if user_files:
-        retriever = index()
         for path, items in zip(request.jsonl, user_files, strict=True):
-            out.examples += resolve_examples(items, path.name, retriever, request.negatives)
+            out.examples += resolve_examples(items, path.name, retriever(), request.negatives)
             out.sources.append(path.name)
+    for path in request.synthetic:
+        found = retriever()
+        if found is None:
+            raise ConfigError(f"--synthetic {path}: the index is empty; run `citewise ingest "
+                              f"{path}` first")
+        if write is None:
+            raise ConfigError(f"--synthetic {path}: no language model to write the questions "
+                              "(CITEWISE_LLM_PROVIDER is none); use the bundled one (local) "
+                              "or a provider")
+        items, asked = synthetic_examples(found.store, path, request.synthetic_questions,
+                                          request.seed, write, progress)
+        out.examples += resolve_examples(items, f"synthetic {path.name}", found,
+                                         request.negatives)
+        out.sources.append(f"synthetic questions on {path} ({len(items)} of {asked} passages, "
+                           f"seed {request.seed})")
     if request.per_source:
         out.examples = sample_per_source(out.examples, request.per_source, request.seed)
         out.sources.append(f"at most {request.per_source} questions a source (seed {request.seed})")
