@@ -66,6 +66,9 @@ def test_passages_are_drawn_only_under_the_path_and_by_the_seed(make_engine, tmp
 def test_synthetic_is_a_source_of_its_own_and_needs_a_model_and_an_index(make_engine, tmp_path):
     request = TrainingRequest(synthetic=(tmp_path,))
     check_request(request, tmp_path / "r.onnx", None)  # a source: no "give training data"
+    with pytest.raises(ConfigError, match=r"--synthetic .*nowhere: no such file or folder"):
+        check_request(TrainingRequest(synthetic=(tmp_path / "nowhere",)), tmp_path / "r.onnx",
+                      None)  # before the language model is started
     with pytest.raises(ConfigError, match="the index is empty"):
         gather_examples(request, Settings(home=tmp_path), [], lambda: None)
     engine, site = _ingest(make_engine, tmp_path)

@@ -77,11 +77,15 @@ def check_request(request: TrainingRequest, out: Path, save_torch: Path | None) 
     """The checks that need no data, made before any slow work. Raises ConfigError when the
     request names no source, ``out`` does not end in ``.onnx``, or ``save_torch`` is an
     existing file rather than a folder, or ``cuad`` comes without ``legalbench`` (whose
-    contracts must stay out of training)."""
+    contracts must stay out of training), or a ``synthetic`` path does not exist."""
     if not (request.scifact or request.xquad or request.jsonl or request.cuad or request.code
             or request.synthetic):
         raise ConfigError("give training data: --scifact, --xquad, --cuad, --code, --jsonl "
                           "and/or --synthetic")
+    for path in request.synthetic:
+        if not path.expanduser().exists():
+            raise ConfigError(f"--synthetic {path}: no such file or folder; give a file or "
+                              "folder you have ingested")
     if request.cuad and not request.legalbench:
         raise ConfigError("--cuad needs --legalbench FOLDER: the LegalBench-RAG contracts "
                           "are kept out of training")
