@@ -163,3 +163,29 @@ def test_the_sentence_that_starts_with_the_named_setting_is_quoted_first(engine,
     answer = engine.ask("What is the default top_k?")
     assert answer.text.startswith("- top_k (default 5) is the most sources in an answer."), \
         answer.text
+
+
+def test_a_row_of_a_long_table_is_cited_by_its_own_line(engine, tmp_path):
+    """Regression (found by this stop's newcomer check): a row quoted from a later window of
+    a long Markdown table had its characters narrowed to the row but kept the whole table's
+    lines ("configuration.md, lines 27-98" for the row on line 85)."""
+    folder = tmp_path / "col"
+    folder.mkdir()
+    rows = [f"| E{i:04d} | Person {i} | Dept {i % 7} |" for i in range(300)]
+    source = "# Staff\n\n| Employee ID | Full name | Department |\n|---|---|---|\n" + "\n".join(rows) + "\n"
+    (folder / "staff.md").write_text(source)
+    engine.ingest([folder])
+    [doc] = engine.store.documents()
+    chunks = sorted(engine.store.get_chunks([c for c, _, _ in engine.store.chunk_features(doc.id)]).values(),
+                    key=lambda pair: pair[0].ordinal)
+    assert len(chunks) > 3  # the table is cut into windows of rows
+    lines = source.split("\n")
+    for chunk, _ in chunks[1:]:  # a later window: the lines of its own rows, one a line
+        body = chunk.text.split("\n")[1:]  # after the repeated header row
+        assert lines[chunk.line_start - 1].startswith(f"| {body[0].split(' | ')[0]} |")
+        assert chunk.line_end - chunk.line_start == len(body) - 1
+    answer = engine.ask("Which department is Person 251 in?")
+    assert "Employee ID: E0251; Full name: Person 251; Department: Dept 6" in answer.text
+    [citation] = [c for c in answer.citations if c.n == answer.cited[0]]
+    row_line = lines.index("| E0251 | Person 251 | Dept 6 |") + 1
+    assert (citation.line_start, citation.line_end) == (row_line, row_line) == (256, 256)

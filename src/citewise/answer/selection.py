@@ -551,8 +551,7 @@ def _narrow(ev: Evidence, start: int, end: int, n: int, shown: str | None = None
     elif src and last_line and (tail := src.rfind(last_line)) >= 0 and (
             found := _find_flexible(src, part, 0)) is not None:
         # a long table's window of the document starts after its header row, which the
-        # chunk repeats: anchored on the chunk's last line instead (char_end); the lines stay
-        # the chunk's, as the window's first line is not known
+        # chunk repeats: anchored on the chunk's last line instead (char_end)
         at, stop = found
         char_start = chunk.char_end - (tail + len(last_line)) + at
         if (row and whole and line_start is not None and line_end is not None
@@ -561,6 +560,14 @@ def _narrow(ev: Evidence, start: int, end: int, n: int, shown: str | None = None
             # rows), one line per row with no line dropped: a row's line (a sheet's row
             # number) counts from the block's first
             first = line_start + src.count("\n", 0, at)
+        elif row and line_start is not None and line_end is not None:
+            # a later window of a long table, whose lines are its own rows' (one a line,
+            # ingest.chunking._row_lines): a row's line counts from the window's first row,
+            # found where the window ends in the document text
+            begin = tail + len(last_line) - (chunk.char_end - chunk.char_start)
+            if begin >= 0 and src.count("\n", begin, tail + len(last_line)) == \
+                    line_end - line_start and begin <= at:
+                first = line_start + src.count("\n", begin, at)
     else:
         found = None
     if found is not None:

@@ -62,6 +62,9 @@ class _Unit:
     start: int
     end: int
     tokens: int
+    #: the piece's own first and last source line (1-based), where it is known to be narrower
+    #: than its block's (a window of a long table's rows); None: the block's
+    lines: tuple[int, int] | None = None
 
 
 def sentences(text: str) -> list[str]:
@@ -213,26 +216,53 @@ def _split_prose(block: Block, doc_text: str, max_tokens: int, overlap: int,
 
 
 def _split_table(block: Block, max_tokens: int, count: TokenCounter) -> Iterator[_Unit]:
+    """A table in windows of whole rows up to the limit, each led by the header row. A window
+    after the first carries its rows' own source lines when the block's text maps line for
+    line onto the file (:func:`_row_lines`)."""
     header = block.header or ""
     header_tokens = count(header) if header else 0
     rows = block.text.split("\n")
-    if header and rows and rows[0].strip() == header.strip():
+    led = bool(header and rows and rows[0].strip() == header.strip())
+    if led:
         rows = rows[1:]
+    line_of = _row_lines(block, len(rows)) if header else None
     offset = block.start
     buf: list[str] = []
-    buf_start, tokens = offset, header_tokens
-    for row in rows:
+    buf_start, first_row, tokens = offset, 0, header_tokens
+
+    def unit(text: str, end: int, last_row: int) -> _Unit:
+        lines = None
+        # a window starting with the table keeps the header row's line when the header is
+        # part of the block's text (the window then starts there)
+        if line_of is not None and (first_row > 0 or not led):
+            lines = (line_of(first_row), line_of(last_row))
+        return _Unit(block, text, buf_start, end, tokens, lines)
+
+    for i, row in enumerate(rows):
         n = count(row) + 1
         if buf and tokens + n > max_tokens:
             text = "\n".join([header, *buf]) if header else "\n".join(buf)
-            yield _Unit(block, text, buf_start, offset - 1, tokens)
-            buf, buf_start, tokens = [], offset, header_tokens
+            yield unit(text, offset - 1, i - 1)
+            buf, buf_start, first_row, tokens = [], offset, i, header_tokens
         buf.append(row)
         tokens += n
         offset += len(row) + 1
     if buf:
         text = "\n".join([header, *buf]) if header else "\n".join(buf)
-        yield _Unit(block, text, buf_start, min(block.end, offset - 1), tokens)
+        yield unit(text, min(block.end, offset - 1), len(rows) - 1)
+
+
+def _row_lines(block: Block, rows: int) -> Callable[[int], int] | None:
+    """The source line of a table's row ``i`` (0-based, after the header row), when the
+    block's lines are its header row, at most one dropped line (a Markdown table's ``|---|``
+    separator) and then one line a row; None when they are not (no lines, wrapped rows)."""
+    if block.line_start is None or block.line_end is None:
+        return None
+    dropped = (block.line_end - block.line_start + 1) - (rows + 1)
+    if dropped not in (0, 1):
+        return None
+    first_row = block.line_start + 1 + dropped
+    return lambda i: first_row + i
 
 
 def _split_lines(block: Block, max_tokens: int, count: TokenCounter) -> Iterator[_Unit]:
@@ -392,7 +422,8 @@ def chunk_document(
         heading = units[0].block if units[0].block.kind is BlockKind.HEADING else None
         section = content.block.section or (heading.section if heading else ())
         page_starts = _page_starts(units)
-        lines = [u.block for u in units if u.block.line_start is not None]
+        lines = [u.lines or (u.block.line_start, u.block.line_end or u.block.line_start)
+                 for u in units if u.lines or u.block.line_start is not None]
         symbols = {u.block.symbol for u in units if u.block.symbol}
         digest = hashlib.sha256(f"{document_id}\x00{ordinal}\x00{text}".encode()).hexdigest()
         chunks.append(
@@ -407,8 +438,8 @@ def chunk_document(
                 section=tuple(section),
                 page=page_starts[0][1] if page_starts else None,
                 page_end=max(n for _, n in page_starts) if page_starts else None,
-                line_start=min(b.line_start for b in lines) if lines else None,  # type: ignore[type-var]
-                line_end=max((b.line_end or b.line_start) for b in lines) if lines else None,  # type: ignore[type-var]
+                line_start=min(a for a, _ in lines) if lines else None,  # type: ignore[type-var]
+                line_end=max(b for _, b in lines) if lines else None,  # type: ignore[type-var]
                 symbol=symbols.pop() if len(symbols) == 1 else None,
                 token_count=sum(u.tokens for u in units) + len(units) - 1,
                 page_starts=tuple(page_starts) if len(page_starts) > 1 else (),
