@@ -55,11 +55,19 @@ from pathlib import Path
 import numpy as np
 
 from citewise.config import SearchMode, Settings
+from citewise.embed.embedder import cpu_session
 from citewise.eval.datasets import BeirDataset, first_documents, load_beir, load_squad_retrieval
 from citewise.eval.metrics import evaluate
 from citewise.eval.run import build_index
 from citewise.retrieve.fusion import fuse
-from citewise.retrieve.rerank import BUNDLED, BUNDLED_FILE, OnnxReranker, Reranker, load_reranker
+from citewise.retrieve.rerank import (
+    BUNDLED,
+    BUNDLED_FILE,
+    OnnxReranker,
+    Reranker,
+    base_tokenizer,
+    load_reranker,
+)
 from citewise.retrieve.retriever import Retriever, clean_query
 from citewise.train.data import dev_split, xquad_split
 from citewise.types import Hit
@@ -339,8 +347,11 @@ def agreement(before: Sequence[np.ndarray], after: Sequence[np.ndarray]) -> dict
 
 def load_model(spec: str, threads: int) -> tuple[str, Reranker]:
     """``label=path`` or ``label=path;key=value;...`` with the :class:`OnnxReranker` options
-    ``windows`` (all, best), ``spinning`` (0, 1) and ``batch`` (pairs per run, forced even
-    for a dynamically quantised file: the batch-dependent scoring before 4df4f09)."""
+    ``windows`` (all, best), ``spinning`` (0, 1), ``batch`` (pairs per run, forced even
+    for a dynamically quantised file: the batch-dependent scoring before 4df4f09) and
+    ``parallel`` (0: single-pair runs one after another on ``threads`` intra-op threads, as
+    before pair-parallel runs; 1, the default: on ``threads`` Python threads at once) and
+    ``max_length`` (tokens read, question and window together, below the file's own)."""
     label, rest = spec.split("=", 1)
     path, *options = rest.split(";")
     if not options:
@@ -349,10 +360,20 @@ def load_model(spec: str, threads: int) -> tuple[str, Reranker]:
         return label, reranker
     opts = dict(o.split("=", 1) for o in options)
     model = OnnxReranker(BUNDLED_FILE if path == BUNDLED else path, threads=threads,
-                         windows=opts.get("windows", "all"),
+                         windows=opts.get("windows", "best"),
                          spinning=opts.get("spinning", "0") == "1")
     if "batch" in opts:
         model.batch_size = int(opts["batch"])
+    if "max_length" in opts:  # read at most this many tokens (question + window)
+        model.max_length = int(opts["max_length"])
+        model.tokenizer = base_tokenizer(model.max_length)
+        model.tokenizer.no_padding()
+    if opts.get("parallel") == "0" and model.parallel > 1:
+        # runs one after another on `threads` intra-op threads: the scoring before pair-parallel
+        # runs (issue 26, item 4)
+        model.session = cpu_session(model.name, threads, "{err}",
+                                    spinning=opts.get("spinning", "0") == "1")
+        model.parallel = 1
     return label, model
 
 

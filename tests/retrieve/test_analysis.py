@@ -1,4 +1,6 @@
-from citewise.text.analysis import analyze, tokenize
+import pytest
+
+from citewise.text.analysis import analyze, term_set, tokenize
 
 
 def test_identifiers_match_their_words():
@@ -92,3 +94,17 @@ def test_the_language_argument_overrides_detection():
     assert tokenize("заңдары", "kk") == ["заң"]
     assert tokenize("законами", "ru") == ["закон"]
     assert tokenize("законами", stem=False) == ["законами"]
+
+
+@pytest.mark.parametrize("text, language", [
+    ("The reranker's top_k and rerank_windows settings; fooBar_baz.quxQuux runs.", None),
+    ("Арендатор обязан уплатить неустойку; арендодатель вправе расторгнуть договор.", "ru"),
+    ("Жалға алушы төлемді уақытында төлеуге міндетті.", "kk"),
+    ("检索增强生成 reranker 模型", None),
+    ("", None),
+    ("... --- !!!", None),
+])
+def test_term_set_is_the_set_of_the_tokens(text, language):
+    # term_set analyses word by word with a cache; it must give exactly tokenize's terms
+    assert term_set(text, language) == frozenset(tokenize(text, language))
+    assert term_set(text, language) == frozenset(tokenize(text, language))  # cached path

@@ -82,6 +82,20 @@ def test_scores_keep_the_input_order(reranker):
     assert reranker.score(QUERY, []).shape == (0,)
 
 
+@pytest.mark.model
+def test_pair_parallel_runs_give_the_logits_of_one_thread(reranker):
+    # issue 26, item 4: with 2 threads the single-pair runs of the int8 file go on two Python
+    # threads at once (one ONNX Runtime thread each); each pair's logit must be exactly the
+    # one computed alone on one thread, in the input order
+    one = OnnxReranker(BUNDLED_FILE, threads=1)
+    assert one.parallel == 1 and reranker.parallel == 2
+    texts = passages(24, seed=4)
+    np.testing.assert_array_equal(reranker.score(QUERY, texts), one.score(QUERY, texts))
+    assert reranker._pool is not None  # the parallel path ran
+    names = {t.name for t in __import__("threading").enumerate()}
+    assert any(n.startswith("rerank") for n in names)
+
+
 def test_length_batches_group_similar_lengths_with_little_padding():
     lengths = [50, 12, 180, 13, 52, 175, 12, 90]
     batches = length_batches(lengths, batch_size=16)
@@ -138,6 +152,7 @@ def test_a_float_file_is_scored_in_length_batches_that_do_not_change_its_scores(
     path = tmp_path / "reranker.fp32.onnx"
     _dequantized(BUNDLED_FILE, path)
     fp32 = OnnxReranker(path, batch_size=8)
+    assert fp32.parallel == 1  # batched on intra-op threads, not pair-parallel
     assert not fp32.quantized and fp32.batch_size == 8
     texts = passages()
     alone = np.array([fp32.score(QUERY, [p])[0] for p in texts])

@@ -15,20 +15,23 @@ Re-ranking with BERT", 2019) and returns one logit: higher means more relevant.
 Long passages (case C40): a model reads at most ``max_length`` tokens (the shipped one 192),
 while chunks are sized for the embedder (about 200-216 tokens of another tokenizer), so the
 tail of a chunk would be cut off silently and a fact in it would not count. A passage longer
-than the room left beside the question is scored by overlapping windows (its first line, the
-title and section path, repeated in each) and gets the best window's logit (MaxP, Dai &
-Callan, "Deeper Text Understanding for IR with Contextual Neural Language Modeling", 2019).
-At most :data:`MAX_WINDOWS` windows are read per passage; a passage longer than that is
-truncated, and that is logged as a warning naming how many passages were cut (the first
-windowed passage a model meets is logged as a warning too, later ones at debug level).
-``windows="best"`` (setting ``rerank_windows``) reads one window per passage instead, the one
-sharing the most question terms (:func:`best_windows`): as many model runs as passages.
+than the room left beside the question is cut into overlapping windows (its first line, the
+title and section path, repeated in each). By default (``windows="best"``, setting
+``rerank_windows``) one of them is read, the one sharing the most question terms
+(:func:`best_windows`): as many model runs as passages. ``windows="all"`` scores every window
+and keeps the best window's logit (MaxP, Dai & Callan, "Deeper Text Understanding for IR with
+Contextual Neural Language Modeling", 2019); it was no better on any collection measured
+(docs/benchmarks.md, "One window per passage by default"). At most :data:`MAX_WINDOWS`
+windows are made per passage; a passage longer than that is truncated, and that is logged as
+a warning naming how many passages were cut (the first windowed passage a model meets is
+logged as a warning too, later ones at debug level).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -38,7 +41,7 @@ from citewise.embed.embedder import cpu_session
 from citewise.errors import ConfigError, ModelError
 
 if TYPE_CHECKING:
-    from tokenizers import Tokenizer
+    from tokenizers import Encoding, Tokenizer
 
 BUNDLED = "bundled"
 """``CITEWISE_RERANKER_MODEL`` value naming the reranker shipped inside the package."""
@@ -112,7 +115,7 @@ def best_windows(query: str, texts: Sequence[str], owner: Sequence[int]) -> list
     :data:`BEST_WINDOW_MARGIN` more distinct question terms (after the BM25 analysis,
     question words such as "what" left out); then the one holding the most, the earliest of
     equals. A passage with one window keeps it."""
-    from citewise.text.analysis import content_terms, tokenize
+    from citewise.text.analysis import content_terms, term_set
     from citewise.text.language import detect_language
 
     language = detect_language(query)
@@ -125,7 +128,7 @@ def best_windows(query: str, texts: Sequence[str], owner: Sequence[int]) -> list
         if len(idx) == 1 or not terms:
             keep.append(idx[0])
             continue
-        shared = [len(terms.intersection(tokenize(texts[i], language))) for i in idx]
+        shared = [len(terms.intersection(term_set(texts[i], language))) for i in idx]
         best = max(range(len(idx)), key=lambda k: (shared[k], -k))
         keep.append(idx[best] if shared[best] >= shared[0] + BEST_WINDOW_MARGIN else idx[0])
     return sorted(keep)
@@ -169,7 +172,7 @@ def _windowed(owner: list[int]) -> int:
 
 def _log_windows(name: str, n_long: int, cut: int, max_length: int) -> None:
     """A warning when text was cut; the first time a model meets passages longer than its
-    input (scored by windows, nothing lost) a warning too, then only debug lines."""
+    input (read by windows) a warning too, then only debug lines."""
     if cut:
         log.warning("reranker %s: %d passage(s) longer than %d windows of its %d-token input "
                     "were truncated: text after the last window was not scored", name, cut,
@@ -178,7 +181,7 @@ def _log_windows(name: str, n_long: int, cut: int, max_length: int) -> None:
         level = logging.DEBUG if name in _WARNED else logging.WARNING
         _WARNED.add(name)
         log.log(level, "reranker %s: %d passage(s) longer than its %d-token input "
-                "(question included) were scored by overlapping windows, best window kept; "
+                "(question included) were read by windows, the best one kept; "
                 "a smaller chunk_tokens avoids the extra work", name, n_long, max_length)
 
 
@@ -295,7 +298,11 @@ class OnnxReranker:
     in batches of similar token length (:func:`length_batches`: at most ``batch_size``
     pairs, at most 10 % padding), whose logits do not depend on the batch beyond float
     rounding. On 2 shared cores one pair per run of the int8 file was measured the fastest
-    way, batches included (docs/benchmarks.md, "Reranker latency").
+    way, batches included (docs/benchmarks.md, "Reranker latency"). With ``threads`` > 1 the
+    single-pair runs of a quantised file go on ``threads`` Python threads at once, each run on
+    one ONNX Runtime thread (a run releases the GIL), longest pair first; a pair's logit is the
+    same as on one thread, and on 2 idle cores the top 30 took 0.7-0.8 of the time of runs one
+    after another on two intra-op threads (docs/benchmarks.md, "Pair-parallel runs").
 
     ``windows`` (:data:`WINDOWS`): ``all`` scores every window of a long passage and keeps
     the best logit, ``best`` only the window of :func:`best_windows`. ``spinning`` lets idle
@@ -309,7 +316,7 @@ class OnnxReranker:
     """
 
     def __init__(self, path: str | Path, threads: int = 2, batch_size: int = 16,
-                 windows: str = "all", spinning: bool = False) -> None:
+                 windows: str = "best", spinning: bool = False) -> None:
         path = Path(path).expanduser()
         if not path.is_file():
             raise ConfigError(
@@ -320,15 +327,20 @@ class OnnxReranker:
         if windows not in WINDOWS:
             raise ConfigError(f"CITEWISE_RERANK_WINDOWS: {windows!r} is not one of "
                               f"{', '.join(WINDOWS)}")
-        self.session = cpu_session(path, threads, f"CITEWISE_RERANKER_MODEL: {path} is not a "
-                                   "loadable ONNX model ({err}); re-export it with `citewise "
-                                   "train-reranker`", spinning=spinning)
+        failure = (f"CITEWISE_RERANKER_MODEL: {path} is not a loadable ONNX model ({{err}}); "
+                   "re-export it with `citewise train-reranker`")
+        self.session = cpu_session(path, threads, failure, spinning=spinning)
         names = {i.name for i in self.session.get_inputs()}
         if not {"input_ids", "attention_mask"} <= names:
             raise ModelError(f"CITEWISE_RERANKER_MODEL: {path} has inputs {sorted(names)}; a "
                              "cross-encoder needs input_ids and attention_mask")
         self._inputs = names
         meta = self.session.get_modelmeta().custom_metadata_map
+        self.quantized = meta.get("citewise.quantization", "").startswith("dynamic")
+        self.parallel = threads if self.quantized and threads > 1 else 1
+        if self.parallel > 1:  # one pair per run: the runs, not the operators, share the cores
+            self.session = cpu_session(path, 1, failure, spinning=spinning)
+        self._pool: ThreadPoolExecutor | None = None
         self.max_length = int(meta.get("citewise.max_length", DEFAULT_MAX_LENGTH))
         self.tokenizer = base_tokenizer(self.max_length)
         self.tokenizer.no_padding()  # batches are padded by _run, to their own longest pair
@@ -337,7 +349,6 @@ class OnnxReranker:
         self._plain.no_padding()
         self.name = str(path)
         self.windows = windows
-        self.quantized = meta.get("citewise.quantization", "").startswith("dynamic")
         self.batch_size = 1 if self.quantized else batch_size
 
     def _offsets(self, text: str) -> list[tuple[int, int]]:
@@ -350,34 +361,54 @@ class OnnxReranker:
         if not passages:
             return np.zeros(0, dtype=np.float32)
         query_tokens = len(self._plain.encode(query, add_special_tokens=False).ids)
-        texts, owner, cut = passage_windows(query_tokens, passages, self._offsets,
+        # every passage's token offsets in one call (the tokenizer encodes a batch in parallel)
+        spans = {p: list(e.offsets) for p, e in zip(
+            passages, self._plain.encode_batch(list(passages), add_special_tokens=False),
+            strict=True)}
+        texts, owner, cut = passage_windows(query_tokens, passages, spans.__getitem__,
                                             self.max_length)
+        n_long = _windowed(owner)
         if self.windows == "best" and len(texts) > len(passages):
             keep = best_windows(query, texts, owner)
             texts, owner = [texts[i] for i in keep], [owner[i] for i in keep]
-        _log_windows(self.name, _windowed(owner), cut, self.max_length)
+        _log_windows(self.name, n_long, cut, self.max_length)
         return _best_per_passage(self._score(query, texts), owner, len(passages))
 
     def _score(self, query: str, passages: Sequence[str]) -> np.ndarray:
         encodings = self.tokenizer.encode_batch([(query, p) for p in passages])
         lengths = [len(e.ids) for e in encodings]
         out = np.zeros(len(passages), dtype=np.float32)
-        for idx in length_batches(lengths, self.batch_size):
-            width = max(lengths[i] for i in idx)
-            feed = {k: np.zeros((len(idx), width), dtype=np.int64)
-                    for k in ("input_ids", "attention_mask", "token_type_ids")}
-            for row, i in enumerate(idx):
-                e, n = encodings[i], lengths[i]
-                feed["input_ids"][row, :n] = e.ids
-                feed["attention_mask"][row, :n] = 1
-                feed["token_type_ids"][row, :n] = e.type_ids
-            logits = self.session.run(["logits"], {k: v for k, v in feed.items()
-                                                   if k in self._inputs})[0]
-            out[idx] = np.asarray(logits, dtype=np.float32).reshape(len(idx), -1)[:, 0]
+        batches = length_batches(lengths, self.batch_size)
+        if self.parallel > 1 and len(batches) > 1:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self.parallel, thread_name_prefix="rerank")
+            # longest first: the workers take the runs in order (LPT), so they end together
+            batches.sort(key=lambda idx: -max(lengths[i] for i in idx))
+            for idx, logits in zip(batches, self._pool.map(
+                    lambda idx: self._run(encodings, lengths, idx), batches)):
+                out[idx] = logits
+            return out
+        for idx in batches:
+            out[idx] = self._run(encodings, lengths, idx)
         return out
 
+    def _run(self, encodings: list[Encoding], lengths: list[int], idx: list[int]) -> np.ndarray:
+        """The logits of the pairs ``idx`` in one ONNX Runtime run: float32, shape
+        ``(len(idx),)``."""
+        width = max(lengths[i] for i in idx)
+        feed = {k: np.zeros((len(idx), width), dtype=np.int64)
+                for k in ("input_ids", "attention_mask", "token_type_ids")}
+        for row, i in enumerate(idx):
+            e, n = encodings[i], lengths[i]
+            feed["input_ids"][row, :n] = e.ids
+            feed["attention_mask"][row, :n] = 1
+            feed["token_type_ids"][row, :n] = e.type_ids
+        logits = self.session.run(["logits"], {k: v for k, v in feed.items()
+                                               if k in self._inputs})[0]
+        return np.asarray(logits, dtype=np.float32).reshape(len(idx), -1)[:, 0]
 
-def load_reranker(path: str, threads: int = 2, windows: str = "all") -> Reranker | None:
+
+def load_reranker(path: str, threads: int = 2, windows: str = "best") -> Reranker | None:
     """The configured reranker: None when ``CITEWISE_RERANKER_MODEL`` is empty, the shipped
     ONNX file for ``bundled``, :class:`OnnxReranker` for a path ending in ``.onnx``, else a
     sentence-transformers folder (:class:`CrossEncoderReranker`). ``windows``

@@ -138,6 +138,23 @@ def tokenize(text: str, language: str | None = None, *, stem: bool = True) -> li
     return tokens
 
 
+@lru_cache(maxsize=100_000)
+def _word_terms(raw: str, kazakh: bool) -> frozenset[str]:
+    return frozenset(tokenize(raw, "kk" if kazakh else "en"))
+
+
+def term_set(text: str, language: str | None = None) -> frozenset[str]:
+    """The distinct terms of ``text``: ``frozenset(tokenize(text, language))``, computed word
+    by word with each distinct word's terms cached, so that scanning many overlapping texts
+    (a passage's windows, the same passages for one question after another) analyses each
+    word once. ``language`` as for :func:`tokenize` (detected from ``text`` when None)."""
+    kazakh = (language or detect_language(text)) == "kk"
+    out: set[str] = set()
+    for raw in set(_WORD.findall(text)):
+        out.update(_word_terms(raw, kazakh))
+    return frozenset(out)
+
+
 def identifier_parts(text: str, language: str | None = None) -> dict[str, list[str]]:
     """``{identifier term: its part terms}`` for each ``snake_case``, ``camelCase`` or
     ``PascalCase`` identifier of ``text``, analysed as :func:`tokenize` does (``"the default
