@@ -340,7 +340,9 @@ class OnnxReranker:
         self.parallel = threads if self.quantized and threads > 1 else 1
         if self.parallel > 1:  # one pair per run: the runs, not the operators, share the cores
             self.session = cpu_session(path, 1, failure, spinning=spinning)
-        self._pool: ThreadPoolExecutor | None = None
+        # its threads start at the first parallel call (ThreadPoolExecutor starts them lazily)
+        self._pool = (ThreadPoolExecutor(self.parallel, thread_name_prefix="rerank")
+                      if self.parallel > 1 else None)
         self.max_length = int(meta.get("citewise.max_length", DEFAULT_MAX_LENGTH))
         self.tokenizer = base_tokenizer(self.max_length)
         self.tokenizer.no_padding()  # batches are padded by _run, to their own longest pair
@@ -379,9 +381,7 @@ class OnnxReranker:
         lengths = [len(e.ids) for e in encodings]
         out = np.zeros(len(passages), dtype=np.float32)
         batches = length_batches(lengths, self.batch_size)
-        if self.parallel > 1 and len(batches) > 1:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(self.parallel, thread_name_prefix="rerank")
+        if self._pool is not None and len(batches) > 1:
             # longest first: the workers take the runs in order (LPT), so they end together
             batches.sort(key=lambda idx: -max(lengths[i] for i in idx))
             for idx, logits in zip(batches, self._pool.map(
