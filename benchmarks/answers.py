@@ -94,13 +94,13 @@ def xquad_items(lang: str) -> tuple[Any, list[dict[str, Any]]]:
     return dataset, items
 
 
-def cuad_items(n: int = CUAD_QUESTIONS) -> list[dict[str, Any]]:
-    """The first ``n`` LegalBench-RAG CUAD questions by id: ``{"id", "question", "spans"}``,
-    spans as ``(contract file name, [char_start, char_end))``."""
+def cuad_items(n: int = CUAD_QUESTIONS, skip: int = 0) -> list[dict[str, Any]]:
+    """The first ``n`` LegalBench-RAG CUAD questions by id after the first ``skip``:
+    ``{"id", "question", "spans"}``, spans as ``(contract file name, [char_start, char_end))``."""
     data = json.loads((DATASETS / "legalbench_rag_sample" / "cuad_spans.mini.dev.json")
                       .read_text(encoding="utf-8"))["tests"]
     items = []
-    for t in sorted(data, key=lambda t: t["query_id"])[:n]:
+    for t in sorted(data, key=lambda t: t["query_id"])[skip:skip + n]:
         spans = [(s["file_path"].split("/", 1)[1], s["span"]) for s in t["snippets"]]
         items.append({"id": t["query_id"], "question": t["query"], "spans": spans})
     return items

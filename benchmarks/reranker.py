@@ -136,8 +136,10 @@ def quality(name: str, dataset: BeirDataset, settings: Settings, models: dict[st
 
 
 def cuad_span_recall(n_questions: int, settings: Settings, models: dict[str, Cached],
-                     candidates: list[int], weights: list[float], k: int = 8) -> list[dict]:
-    """Span recall@``k`` on the first ``n_questions`` LegalBench-RAG CUAD questions (by id):
+                     candidates: list[int], weights: list[float], k: int = 8,
+                     skip: int = 0) -> list[dict]:
+    """Span recall@``k`` on the first ``n_questions`` LegalBench-RAG CUAD questions (by id)
+    after the first ``skip`` (``--cuad-dev``: the questions after the first 50, the test):
     the share of gold character spans that one of the top ``k`` chunks overlaps (same contract,
     ``[char_start, char_end)`` intersecting the span), averaged over questions, for the
     pipeline without and with each reranker. The collection is the questions' contracts,
@@ -146,8 +148,8 @@ def cuad_span_recall(n_questions: int, settings: Settings, models: dict[str, Cac
 
     from citewise.engine import Engine
 
-    items = cuad_items(n_questions)
-    engine = Engine(settings.model_copy(update={"home": settings.home / "cuad-rerank"}))
+    items = cuad_items(n_questions, skip)
+    engine = Engine(settings.model_copy(update={"home": settings.home / ("cuad-rerank" + (f"-{skip}" if skip else ""))}))
     engine.ingest(sorted({DATASETS / "cuad" / "full_contract_txt" / name
                           for item in items for name, _ in item["spans"]}))
 
@@ -171,7 +173,8 @@ def cuad_span_recall(n_questions: int, settings: Settings, models: dict[str, Cac
                     ranked = Retriever(s2, engine.store, engine.embedder, model)._rerank(query, hits)
                     scores.setdefault(f"+ rerank {label}, top {n}, w {w}", []).append(
                         recall(ranked, spans))
-    return [{"dataset": f"LegalBench-RAG CUAD ({len(items)} questions)", "run": run,
+    name = f"questions {skip + 1}-{skip + len(items)}, dev" if skip else f"{len(items)} questions"
+    return [{"dataset": f"LegalBench-RAG CUAD ({name})", "run": run,
              "queries": len(v), f"span recall@{k}": round(sum(v) / len(v), 4)}
             for run, v in scores.items()]
 
@@ -412,6 +415,9 @@ def main() -> None:
     ap.add_argument("--xquad", type=Path, action="append", default=[])
     ap.add_argument("--cuad", type=int, default=0,
                     help="LegalBench-RAG CUAD questions for span recall@8 (first N by id)")
+    ap.add_argument("--cuad-dev", type=int, default=0,
+                    help="span recall@8 on N LegalBench-RAG CUAD questions after the first 50 "
+                    "(a development set beside --cuad 50)")
     ap.add_argument("--code", action="store_true",
                     help="code search MRR@10 on benchmarks/code_questions.jsonl over click")
     ap.add_argument("--docs", choices=("dev", "test"),
@@ -462,6 +468,9 @@ def main() -> None:
                                   weights)
     if args.cuad:
         out["cuad"] = cuad_span_recall(args.cuad, settings, cached, candidates, weights)
+    if args.cuad_dev:
+        out["cuad_dev"] = cuad_span_recall(args.cuad_dev, settings, cached, candidates, weights,
+                                           skip=50)
     if args.code:
         out["code"] = code_mrr(settings, cached, candidates, weights)
     if args.docs:
@@ -477,9 +486,9 @@ def main() -> None:
     for r in out["quality"]:
         print(f"| {r['dataset']} | {r['run']} | {r['nDCG@10']:.3f} | {r['recall@10']:.3f} | "
               f"{r['recall@100']:.3f} | {r['MRR@10']:.3f} |")
-    if out.get("cuad"):
+    if out.get("cuad") or out.get("cuad_dev"):
         print("\n| dataset | run | span recall@8 |\n|---|---|---|")
-        for r in out["cuad"]:
+        for r in out.get("cuad_dev", []) + out.get("cuad", []):
             print(f"| {r['dataset']} | {r['run']} | {r['span recall@8']:.3f} |")
     if out.get("code") or out.get("docs"):
         print("\n| dataset | run | MRR@10 | hit@8 |\n|---|---|---|---|")

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from citewise.errors import ConfigError
+from citewise.errors import ConfigError, ModelError
 from citewise.retrieve.rerank import CrossEncoderReranker, load_reranker
 
 
@@ -12,6 +12,33 @@ def test_no_reranker_configured_means_none():
 def test_missing_folder_is_a_config_error(tmp_path):
     with pytest.raises(ConfigError, match="CITEWISE_RERANKER_MODEL"):
         CrossEncoderReranker(tmp_path / "nope")
+
+
+def test_a_bad_reranker_path_is_an_error_naming_the_setting_and_what_to_give(tmp_path):
+    # found by the newcomer check: a file that is not .onnx said only "is not a folder", and a
+    # folder that is not a model ended in a 71-line transformers traceback
+    text = tmp_path / "README.md"
+    text.write_text("not a model")
+    with pytest.raises(ConfigError, match=r"CITEWISE_RERANKER_MODEL: .*README.md is neither an "
+                       r"\.onnx file nor a folder; give 'bundled'"):
+        load_reranker(str(text))
+    with pytest.raises(ModelError, match=r"CITEWISE_RERANKER_MODEL: .* is not a cross-encoder "
+                       r"model folder \(it has no config.json\)"):
+        load_reranker(str(tmp_path))
+    (tmp_path / "config.json").write_text("{}")
+    pytest.importorskip("sentence_transformers")
+    with pytest.raises(ModelError, match=r"does not load as a sentence-transformers "
+                       r"cross-encoder"):
+        load_reranker(str(tmp_path))
+
+
+@pytest.mark.model
+def test_bundled_is_read_whatever_its_case_and_spaces():
+    from citewise.retrieve.rerank import BUNDLED_FILE
+
+    for value in ("bundled", " Bundled ", "BUNDLED"):
+        assert load_reranker(value, threads=1).name == str(BUNDLED_FILE)
+    assert load_reranker("  ") is None
 
 
 def test_trained_cross_encoder_prefers_relevant_passages(cross_encoder_path, held_out_pairs):

@@ -5,7 +5,8 @@ qrels only) drawn with ``random.Random(0)``, over a corpus of hard candidates: t
 documents citewise's default pipeline ranks for each of them over the full corpus, plus every
 judged document (909 in all). The ids are in ``data/scifact_rerank_subset100.json``, written by
 ``benchmarks/reranker.py``'s ``write_subset`` (n 100, depth 10, seed 0). The top 10 fused
-candidates of each query are reranked (``rerank_candidates``' default).
+candidates of each query are reranked at weight 0.7, the setting docs/reranker.md gives for
+SciFact-like collections.
 
 It replaces a subset of 30 queries over 247 abstracts, on which the shipped model showed no
 gain (0.784 against 0.786): at 30 queries one question moves nDCG@10 by about 0.03, too much
@@ -65,8 +66,10 @@ def rows(tmp_path_factory):
     dataset = BeirDataset(
         "scifact-rerank-subset100", {d: full.corpus[d] for d in ids["documents"]},
         {q: full.queries[q] for q in ids["queries"]}, {q: full.qrels[q] for q in ids["queries"]})
+    # the setting the docs give for SciFact-like collections (the defaults, top 5 at weight
+    # 0.2, are chosen across four domains and gain less here: 0.690 against 0.675)
     settings = Settings(home=tmp_path_factory.mktemp("home"), reranker_model=BUNDLED,
-                        rerank_candidates=10)
+                        rerank_candidates=10, rerank_weight=0.7)
     return {r["run"]: r for r in run_dataset(dataset, settings, [settings.embedding_model])}
 
 
@@ -75,8 +78,8 @@ def test_the_shipped_reranker_improves_ndcg_over_the_fusion_alone(rows):
     fusion = rows["pipeline:minilm:weighted"]
     reranked = rows["hybrid:minilm:weighted+rerank"]
     assert reranked["queries"] == fusion["queries"] == 100
-    assert 0.64 <= fusion["nDCG@10"] <= 0.70  # the subset is what it should be (measured 0.667)
-    # measured 0.701 against 0.667
+    assert 0.64 <= fusion["nDCG@10"] <= 0.70  # the subset is what it should be (measured 0.675)
+    # measured 0.709 against 0.675 (one window per passage; 0.706 reading every window)
     assert reranked["nDCG@10"] >= fusion["nDCG@10"] + MIN_GAIN, (reranked, fusion)
 
 

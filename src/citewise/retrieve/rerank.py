@@ -210,8 +210,15 @@ class CrossEncoderReranker:
         path = Path(path).expanduser()
         if not path.is_dir():
             raise ConfigError(
-                f"CITEWISE_RERANKER_MODEL: {path} is not a folder; give a local cross-encoder "
-                "model folder or leave it empty to skip reranking"
+                f"CITEWISE_RERANKER_MODEL: {path} is neither an .onnx file nor a folder; give "
+                f"'{BUNDLED}' for the shipped reranker, an .onnx cross-encoder file, a local "
+                "sentence-transformers cross-encoder folder, or leave it empty to skip reranking"
+            )
+        if not (path / "config.json").is_file():
+            raise ModelError(
+                f"CITEWISE_RERANKER_MODEL: {path} is not a cross-encoder model folder (it has no "
+                f"config.json); give '{BUNDLED}', an .onnx file, or a sentence-transformers "
+                "cross-encoder folder"
             )
         try:
             import torch
@@ -222,7 +229,12 @@ class CrossEncoderReranker:
                              "'citewise[torch]' (or use an .onnx reranker such as 'bundled')"
                              ) from err
         torch.set_num_threads(threads)
-        self.model = CrossEncoder(str(path), device="cpu", local_files_only=True)
+        try:
+            self.model = CrossEncoder(str(path), device="cpu", local_files_only=True)
+        except Exception as err:  # noqa: BLE001 - transformers raises many types for a bad folder
+            raise ModelError(f"CITEWISE_RERANKER_MODEL: {path} does not load as a "
+                             f"sentence-transformers cross-encoder ({type(err).__name__}: "
+                             f"{err})") from err
         self.name = str(path)
         self.batch_size = batch_size
         self._identity = torch.nn.Identity()  # return logits, not the model's sigmoid
@@ -415,9 +427,10 @@ def load_reranker(path: str, threads: int = 2, windows: str = "best") -> Reranke
     (``rerank_windows``, :data:`WINDOWS`) applies to ONNX files. Raises ConfigError for a
     missing path or an unknown ``windows`` and ModelError for a file or folder that does not
     load."""
+    path = path.strip()
     if not path:
         return None
-    if path == BUNDLED:
+    if path.lower() == BUNDLED:
         if not BUNDLED_FILE.is_file():
             raise ModelError(f"the shipped reranker {BUNDLED_FILE} is missing; reinstall "
                              "citewise, or set CITEWISE_RERANKER_MODEL to another model or ''")
