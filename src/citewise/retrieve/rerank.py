@@ -20,8 +20,9 @@ title and section path, repeated in each). By default (``windows="best"``, setti
 ``rerank_windows``) one of them is read, the one sharing the most question terms
 (:func:`best_windows`): as many model runs as passages. ``windows="all"`` scores every window
 and keeps the best window's logit (MaxP, Dai & Callan, "Deeper Text Understanding for IR with
-Contextual Neural Language Modeling", 2019); it was no better on any collection measured
-(docs/benchmarks.md, "One window per passage by default"). At most :data:`MAX_WINDOWS`
+Contextual Neural Language Modeling", 2019); it was level with one window on every
+collection measured, for about 1.7x the runs (docs/benchmarks.md, "Pair-parallel runs and one
+window per passage by default"). At most :data:`MAX_WINDOWS`
 windows are made per passage; a passage longer than that is truncated, and that is logged as
 a warning naming how many passages were cut (the first windowed passage a model meets is
 logged as a warning too, later ones at debug level).
@@ -313,8 +314,8 @@ class OnnxReranker:
     way, batches included (docs/benchmarks.md, "Reranker latency"). With ``threads`` > 1 the
     single-pair runs of a quantised file go on ``threads`` Python threads at once, each run on
     one ONNX Runtime thread (a run releases the GIL), longest pair first; a pair's logit is the
-    same as on one thread, and on 2 idle cores the top 30 took 0.7-0.8 of the time of runs one
-    after another on two intra-op threads (docs/benchmarks.md, "Pair-parallel runs").
+    same as on one thread, and on 2 idle cores the top 30 took 0.70-0.74 of the time of runs
+    one after another on two intra-op threads (docs/benchmarks.md, "Pair-parallel runs").
 
     ``windows`` (:data:`WINDOWS`): ``all`` scores every window of a long passage and keeps
     the best logit, ``best`` only the window of :func:`best_windows`. ``spinning`` lets idle
