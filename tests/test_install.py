@@ -103,6 +103,9 @@ def test_default_embedder_and_reranker_run_without_torch() -> None:
 
 
 def test_sentence_transformers_folder_without_torch_names_the_extra(tmp_path: Path) -> None:
+    # a model folder has a config.json (one without it is refused before torch is needed:
+    # tests/retrieve/test_rerank.py)
+    (tmp_path / "config.json").write_text("{}")
     proc = _run_blocked(f"""
         from citewise.errors import ModelError
         from citewise.embed import load_embedder
