@@ -342,7 +342,10 @@ class OnnxReranker:
                               f"{', '.join(WINDOWS)}")
         failure = (f"CITEWISE_RERANKER_MODEL: {path} is not a loadable ONNX model ({{err}}); "
                    "re-export it with `citewise train-reranker`")
-        self.session = cpu_session(path, threads, failure, spinning=spinning)
+        # opened on one intra-op thread: right for a dynamically quantised file (the shipped
+        # one), whose single-pair runs share the cores by running at once; a batched (fp32)
+        # file is opened again below on ``threads``
+        self.session = cpu_session(path, 1, failure, spinning=spinning)
         names = {i.name for i in self.session.get_inputs()}
         if not {"input_ids", "attention_mask"} <= names:
             raise ModelError(f"CITEWISE_RERANKER_MODEL: {path} has inputs {sorted(names)}; a "
@@ -351,8 +354,8 @@ class OnnxReranker:
         meta = self.session.get_modelmeta().custom_metadata_map
         self.quantized = meta.get("citewise.quantization", "").startswith("dynamic")
         self.parallel = threads if self.quantized and threads > 1 else 1
-        if self.parallel > 1:  # one pair per run: the runs, not the operators, share the cores
-            self.session = cpu_session(path, 1, failure, spinning=spinning)
+        if not self.quantized and threads > 1:  # batches: the operators share the cores
+            self.session = cpu_session(path, threads, failure, spinning=spinning)
         # its threads start at the first parallel call (ThreadPoolExecutor starts them lazily)
         self._pool = (ThreadPoolExecutor(self.parallel, thread_name_prefix="rerank")
                       if self.parallel > 1 else None)
