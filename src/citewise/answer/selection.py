@@ -52,6 +52,14 @@ CODE_WINDOW = 12  # lines
 #: The abstention rule's floors (see :func:`answerable`), chosen on the dev split of the
 #: answer benchmark's docs questions (benchmarks/answers.py; docs/benchmarks.md).
 MIN_COVERAGE = 0.25
+#: The floor of the best candidate's :func:`answer_match` below which a question is declined
+#: (:func:`answerable`): a question on a topic the documents cover whose answer they do not
+#: hold matches its topic's sentences only loosely. Chosen with the default embedding model
+#: (minilm) on the dev articles of benchmarks/abstention.py (XQuAD-en with half of each
+#: article's paragraphs held out), a point below the highest floor that costs at most 2
+#: points of right answers there and no right answer of the answer benchmark's dev questions
+#: (docs/benchmarks.md, Near-miss abstention).
+MIN_ANSWER_MATCH = 0.38
 #: A file's evidence passages (candidates) before the other files' are preferred
 #: (:func:`sentence_evidence`'s ``max_per_file``): the evidence pool holds up to
 #: ``evidence_per_file`` chunks of a file.
@@ -484,11 +492,27 @@ def _name_forms(question: str) -> list[tuple[str, str]]:
                                     for n in names(question_clause(question))) if t]
 
 
+def answer_match(s: Scored) -> float:
+    """How closely candidate ``s`` matches its question, whatever the collection's size:
+    ``0.6 * cosine + 0.4 * answer_coverage`` (the unweighted share of the question's content
+    terms), in [-0.6, 1]; higher is better. Unlike ``score`` it has no IDF weights, which in a
+    one-document collection make every term's weight small."""
+    return 0.6 * s.cosine + 0.4 * s.answer_coverage
+
+
 def answerable(ranked: Sequence[Scored], question: str = "", *,
-               min_coverage: float = MIN_COVERAGE) -> bool:
+               min_coverage: float = MIN_COVERAGE,
+               min_match: float = MIN_ANSWER_MATCH, dense: bool = True) -> bool:
     """Whether the best candidates may answer the question: some candidate among the best
     three holds at least ``min_coverage`` of the question's content terms
-    (``answer_coverage``; question words such as "what" or "когда" left out). A question
+    (``answer_coverage``; question words such as "what" or "когда" left out), and, when the
+    candidates were embedded (``dense``; not for a language the embedding model does not
+    read), the best candidate's :func:`answer_match` is at least ``min_match``: a question
+    about a covered topic whose answer is not indexed ("How much did the deck's resurfacing
+    cost?" over a text about a bridge) shares words with the topic's sentences but matches
+    none of them closely. ``ranked`` is best first, as :func:`rank_candidates` returns it.
+    The floor suits the default model's cosines (minilm); a model whose unrelated texts
+    score a high cosine (e5) rarely meets it. A question
     whose words are nearly all missing from the best sentences (an off-topic question, or a
     near miss such as "does the kettle pair over Bluetooth with a phone app?" over a kettle's
     manual) is declined; one that shares more words with them is left to the answerer (the
@@ -499,7 +523,7 @@ def answerable(ranked: Sequence[Scored], question: str = "", *,
     best = max(s.answer_coverage for s in ranked[:3])
     if question and len(content_terms(question_clause(question))) <= 2:
         return best > 0
-    return best >= min_coverage
+    return best >= min_coverage and (not dense or answer_match(ranked[0]) >= min_match)
 
 
 def _find_flexible(text: str, part: str, start: int) -> tuple[int, int] | None:

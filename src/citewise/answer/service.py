@@ -146,14 +146,14 @@ class AnswerService:
         # them, as one more candidate (each document's chunks are read only for such a one)
         lists = (section_lists(question, evidence, self.store.chunks_of)
                  if list_terms(question) else [])
+        dense = self.retriever.dense_models(detect_language(question))
         reading.ranked = rank_candidates(question, evidence, self.embedder, idf=reading.idf,
                                          document_idf=reading.document_idf,
-                                         known_identifiers=known,
-                                         dense=self.retriever.dense_models(
-                                             detect_language(question)),
+                                         known_identifiers=known, dense=dense,
                                          prefer_document=prefer_document, lists=lists)
         reading.timings_ms["sentences_ms"] = (time.perf_counter() - t0) * 1000
-        if not reading.ranked or (s.abstain and not answerable(reading.ranked, question)):
+        if not reading.ranked or (s.abstain and not answerable(
+                reading.ranked, question, min_match=s.abstain_min_match, dense=dense)):
             reading.declined = self.not_found(NOT_FOUND, filters, question)
             return reading
         reading.evidence = sentence_evidence([*evidence, *lists], reading.ranked,
