@@ -316,3 +316,27 @@ def test_a_path_filter_that_matches_no_document_says_so(env, tmp_path):
     # the stored path's glob finds it
     result = run("ask", "When is the office closed?", "--path", "bad/*")
     assert "24 December" in result.stdout
+
+
+def test_passages_read_but_not_cited_are_not_listed_as_sources(env):
+    """Found by a newcomer: under "Sources" the answer listed passages it never cited (dimmed
+    on a terminal only), such as an unrelated benchmark fragment; piped, they read as the
+    answer's sources. They are now under a heading of their own."""
+    folder = env / "kitchen"
+    folder.mkdir()
+    (folder / "kettle.md").write_text(
+        "# Model K2 kettle\n\nThe Model K2 kettle is covered by a warranty of 24 months from "
+        "the date of purchase.\n", encoding="utf-8")
+    (folder / "toaster.md").write_text(
+        "# Toaster T1\n\nThe T1 toaster has a warranty of 12 months and six browning "
+        "levels.\n", encoding="utf-8")
+    assert run("ingest", str(folder)).exit_code == 0
+    result = run("ask", "How long is the warranty on the Model K2 kettle?", "--format", "json")
+    answer = json.loads(result.stdout)
+    assert answer["cited"] == [1] and len(answer["citations"]) == 2, answer
+    result = run("ask", "How long is the warranty on the Model K2 kettle?")
+    text, _, listed = result.stdout.partition("\nSources\n")
+    assert "24 months" in text and "[1]" in text and "[2]" not in text
+    sources, _, also = listed.partition("Also read, not cited")
+    assert "[1] kitchen/kettle.md" in sources and "toaster" not in sources, result.stdout
+    assert "[2] kitchen/toaster.md" in also, result.stdout

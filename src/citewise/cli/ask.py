@@ -43,16 +43,27 @@ from citewise.types import (
 
 
 def _print_sources(answer: Answer) -> None:
-    """The numbered sources under an answer (the uncited ones dimmed); nothing without any."""
+    """The numbered sources under an answer: the cited ones under "Sources", then the passages
+    it read but does not cite under "Also read, not cited" (dimmed on a terminal; a heading of
+    their own, so piped output does not present them as the answer's sources). An answer that
+    cites nothing (a passage list) shows every passage under "Sources"; nothing without any."""
     if not answer.citations:
         return
-    console.print("\n[bold]Sources[/]")
     cited = set(answer.cited)
-    for c in answer.citations:
-        style = "" if not cited or c.n in cited else "dim"
-        line = (f"  [{c.n}] {escape(c.location)}  [dim](chars {c.char_start}-{c.char_end}, "
+    shown = [c for c in answer.citations if not cited or c.n in cited]
+    rest = [c for c in answer.citations if cited and c.n not in cited]
+
+    def line(c: Any) -> str:
+        return (f"  [{c.n}] {escape(c.location)}  [dim](chars {c.char_start}-{c.char_end}, "
                 f"relevance {c.score:.2f})[/]")
-        console.print(f"[{style}]{line}[/]" if style else line)
+
+    console.print("\n[bold]Sources[/]")
+    for c in shown:
+        console.print(line(c))
+    if rest:
+        console.print("[dim]Also read, not cited[/]")
+        for c in rest:
+            console.print(f"[dim]{line(c)}[/]")
 
 
 def _print_checks(answer: Answer) -> None:
