@@ -88,6 +88,61 @@ _WORD = re.compile(r"\w*[^\W\d_]\w*")
 _CODE_CHARS = set("{}[]()<>=$|\\/\"'`;")
 
 
+#: A question asking how to do something ("How do I ...?", "How can I avoid that?", "What
+#: can I try?"); English only.
+_HOW_TO = re.compile(r"\bhow\s+(?:do|can|should|could|would)\s+(?:i|we|you|one)\b|\bhow\s+to\b|"
+                     r"\bwhat\s+(?:can|should|do)\s+(?:i|we)\s+(?:do|try)\b", re.IGNORECASE)
+#: A sentence that gives an instruction: it names a command-line flag, an environment
+#: variable, a command of a common tool, or starts with a verb in the imperative.
+_INSTRUCTION = re.compile(
+    r"(?<![\w-])--[a-z][\w-]*|\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b|"
+    r"\b(?:pipx?\s+install|python3?\s+-m|export\s+[A-Z]|curl\s+-|npm\s+install|"
+    r"apt-get\s+install|brew\s+install)\b")
+_IMPERATIVE = re.compile(
+    r"^\W*(?:install|run|set|use|add|pass|call|create|put|open|choose|change|export|give|"
+    r"lower|raise|turn|start|stop|remove|delete|rephrase|fix|restart|reindex|see|check|edit|"
+    r"enable|disable|configure|point|replace|upgrade|download|copy|move|select|click|type|"
+    r"enter|make|keep|write|read|try|ask|list|mount|upload|import|define|declare|return)\b",
+    re.IGNORECASE)
+
+
+def gives_instruction(text: str) -> bool:
+    """True for a sentence that tells the reader what to do: it starts with an imperative
+    verb ("Install the CPU-only wheel first ...") or names a flag (``--mode``), an
+    environment variable (``CITEWISE_MIN_SCORE``) or an install command (``pip install``,
+    ``python -m``, ``export NAME=...``)."""
+    return bool(_IMPERATIVE.match(text) or _INSTRUCTION.search(text))
+
+
+def with_next_instruction(question: str, ranked: Sequence[Scored],
+                          evidence: Sequence[Evidence]) -> list[Scored]:
+    """``ranked`` with, for a how-to question, the sentence that follows the best one moved
+    up to second place when the best sentence gives no instruction and the next one does.
+
+    Documentation states a problem, then its fix ("From the public index alone pip picks
+    torch's CUDA build ... Install the CPU-only wheel first ..."): the question repeats the
+    problem's words, so the problem sentence ranks first and the fix, which shares few of
+    them, ranks low. Placed second with the best one's score, the two adjacent sentences
+    become one passage (:func:`sentence_evidence`). Returns a new list; ``ranked`` (best
+    first) is unchanged."""
+    out = list(ranked)
+    if not out or not _HOW_TO.search(question):
+        return out
+    best = out[0].candidate
+    if best.kind != "sentence" or gives_instruction(best.text):
+        return out
+    text = evidence[best.index].chunk.text
+    following = [s for s in out[1:] if s.candidate.index == best.index
+                 and s.candidate.kind == "sentence" and s.candidate.start >= best.end
+                 and not text[best.end:s.candidate.start].strip()]
+    if not following or not gives_instruction(following[0].candidate.text):
+        return out
+    nxt = following[0]
+    out.remove(nxt)
+    out.insert(1, replace(nxt, score=out[0].score))
+    return out
+
+
 def looks_like_command(text: str) -> bool:
     """True for a candidate that reads as a shell command, code or a JSON/YAML body rather
     than prose: it starts like a command (``$``, ``curl``, ``pip``, a word then a flag) or
@@ -691,6 +746,7 @@ def sentence_evidence(evidence: Sequence[Evidence], ranked: Sequence[Scored], *,
     return out
 
 
-__all__ = ["Candidate", "Scored", "answerable", "candidates", "looks_like_command",
+__all__ = ["Candidate", "Scored", "answerable", "candidates", "gives_instruction",
+           "looks_like_command", "with_next_instruction",
            "rank_candidates", "section_lists",
            "sentence_evidence"]
