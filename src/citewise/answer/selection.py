@@ -746,7 +746,15 @@ def sentence_evidence(evidence: Sequence[Evidence], ranked: Sequence[Scored], *,
     return out
 
 
-__all__ = ["Candidate", "Scored", "answerable", "candidates", "gives_instruction",
-           "looks_like_command", "with_next_instruction",
-           "rank_candidates", "section_lists",
-           "sentence_evidence"]
+__all__ = [
+    "Candidate",
+    "Scored",
+    "answerable",
+    "candidates",
+    "gives_instruction",
+    "looks_like_command",
+    "rank_candidates",
+    "section_lists",
+    "sentence_evidence",
+    "with_next_instruction",
+]
