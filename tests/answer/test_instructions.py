@@ -14,21 +14,17 @@ import pytest
 from citewise.answer.selection import gives_instruction
 
 # one line a paragraph, as many Markdown files are written
-INSTALL = "\n\n".join([
-    "# Installing the GPU extra",
-    "The gpu extra adds the training tools. From the public package index alone, pip picks the "
-    "CUDA build of torch, which downloads several gigabytes of libraries that the tool never "
-    "uses. Install the CPU-only wheel first from the CPU index, then the extra.",
-    "## Disk space",
-    "The CUDA libraries take several gigabytes of disk. The default install downloads no CUDA "
-    "libraries at all. Its libraries take about two gigabytes, most of them the bundled model.",
-    "## Mirrors",
-    "A package mirror serves the same CUDA libraries as the public package index. pip reads "
-    "the mirror's address from its configuration file.",
-    "## Uninstalling",
-    "Remove the virtual environment folder to uninstall everything.",
-]) + "\n"
+PROBLEM = ("From the public package index alone, pip picks the CUDA build of torch, which "
+           "downloads several gigabytes of libraries that the tool never uses.")
 FIX = "Install the CPU-only wheel first from the CPU index, then the extra."
+DISK = ("The CUDA libraries take several gigabytes of disk. The default install downloads no "
+        "CUDA libraries at all. Its libraries take about two gigabytes, most of them the "
+        "bundled model.")
+MIRROR = ("A package mirror serves the same CUDA libraries as the public package index. pip "
+          "reads the mirror's address from its configuration file.")
+INSTALL = (f"# Installing the GPU extra\n\nThe gpu extra adds the training tools. {PROBLEM} "
+           f"{FIX}\n\n## Disk space\n\n{DISK}\n\n## Mirrors\n\n{MIRROR}\n\n"
+           "## Uninstalling\n\nRemove the virtual environment folder to uninstall everything.\n")
 
 
 @pytest.fixture

@@ -749,6 +749,7 @@ def sentence_evidence(evidence: Sequence[Evidence], ranked: Sequence[Scored], *,
 __all__ = [
     "Candidate",
     "Scored",
+    "answer_match",
     "answerable",
     "candidates",
     "gives_instruction",
