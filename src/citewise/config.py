@@ -314,9 +314,10 @@ class Settings(BaseSettings):
     )
     abstain_min_match: float = Field(
         0.38, ge=0.0, le=1.0,
-        description="With abstain on, also decline when the best evidence sentence matches "
-        "the question less than this: 0.6 x its cosine + 0.4 x the share of the question's "
-        "content terms it holds (higher is better); a question about a topic the documents "
+        description="With abstain on, also decline when none of the three best evidence "
+        "sentences matches the question at least this well: 0.6 x its cosine + 0.4 x the share "
+        "of the question's content terms it holds (higher is better); a question about a "
+        "topic the documents "
         "cover whose answer they do not hold. Tuned for the default embedding model (minilm); "
         "0 turns the floor off (see citewise.answer.selection.answerable and "
         "docs/benchmarks.md, Near-miss abstention).",

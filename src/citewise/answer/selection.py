@@ -52,11 +52,11 @@ CODE_WINDOW = 12  # lines
 #: The abstention rule's floors (see :func:`answerable`), chosen on the dev split of the
 #: answer benchmark's docs questions (benchmarks/answers.py; docs/benchmarks.md).
 MIN_COVERAGE = 0.25
-#: The floor of the best candidate's :func:`answer_match` below which a question is declined
-#: (:func:`answerable`): a question on a topic the documents cover whose answer they do not
+#: The floor on the best three candidates' :func:`answer_match` below which a question is
+#: declined (:func:`answerable`): a question on a topic the documents cover whose answer they do not
 #: hold matches its topic's sentences only loosely. Chosen with the default embedding model
 #: (minilm) on the dev articles of benchmarks/abstention.py (XQuAD-en with half of each
-#: article's paragraphs held out), a point below the highest floor that costs at most 2
+#: article's paragraphs held out), 0.02 below the highest floor (0.40) that costs at most 2
 #: points of right answers there and no right answer of the answer benchmark's dev questions
 #: (docs/benchmarks.md, Near-miss abstention).
 MIN_ANSWER_MATCH = 0.38
@@ -562,7 +562,7 @@ def answerable(ranked: Sequence[Scored], question: str = "", *,
     three holds at least ``min_coverage`` of the question's content terms
     (``answer_coverage``; question words such as "what" or "когда" left out), and, when the
     candidates were embedded (``dense``; not for a language the embedding model does not
-    read), the best candidate's :func:`answer_match` is at least ``min_match``: a question
+    read), one of the best three has an :func:`answer_match` of at least ``min_match``: a question
     about a covered topic whose answer is not indexed ("How much did the deck's resurfacing
     cost?" over a text about a bridge) shares words with the topic's sentences but matches
     none of them closely. ``ranked`` is best first, as :func:`rank_candidates` returns it.
@@ -578,7 +578,8 @@ def answerable(ranked: Sequence[Scored], question: str = "", *,
     best = max(s.answer_coverage for s in ranked[:3])
     if question and len(content_terms(question_clause(question))) <= 2:
         return best > 0
-    return best >= min_coverage and (not dense or answer_match(ranked[0]) >= min_match)
+    return best >= min_coverage and (
+        not dense or max(answer_match(s) for s in ranked[:3]) >= min_match)
 
 
 def _find_flexible(text: str, part: str, start: int) -> tuple[int, int] | None:
