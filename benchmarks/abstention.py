@@ -35,24 +35,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
-import string
+import sys
 from pathlib import Path
 from typing import Any
 
-from citewise.answer.selection import name_terms, unknown_names
-from citewise.config import Settings
-from citewise.engine import Engine
+sys.path[:0] = [str(Path(__file__).resolve().parent)]
 
-DATASETS = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
+from answers import DATASETS, normalise  # noqa: E402
 
-
-def normalise(text: str) -> str:
-    """SQuAD answer normalisation (lower case, no punctuation, no English articles)."""
-    text = text.casefold()
-    text = "".join(ch for ch in text if ch not in string.punctuation and ch not in "«»—–…")
-    text = re.sub(r"\b(a|an|the)\b", " ", text)
-    return " ".join(text.split())
+from citewise.answer.selection import name_terms, unknown_names  # noqa: E402
+from citewise.config import Settings  # noqa: E402
+from citewise.engine import Engine  # noqa: E402
 
 
 def holes(lang: str, folder: Path, step: int) -> list[dict[str, Any]]:

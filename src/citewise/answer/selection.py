@@ -562,10 +562,10 @@ def answerable(ranked: Sequence[Scored], question: str = "", *,
     three holds at least ``min_coverage`` of the question's content terms
     (``answer_coverage``; question words such as "what" or "когда" left out), and, when the
     candidates were embedded (``dense``; not for a language the embedding model does not
-    read), one of the best three has an :func:`answer_match` of at least ``min_match``: a question
-    about a covered topic whose answer is not indexed ("How much did the deck's resurfacing
-    cost?" over a text about a bridge) shares words with the topic's sentences but matches
-    none of them closely. ``ranked`` is best first, as :func:`rank_candidates` returns it.
+    read), one of the best three has an :func:`answer_match` of at least ``min_match``: a
+    question about a covered topic whose answer is not indexed ("What colour is the paint on
+    the arches?" over a text about a bridge) shares words with the topic's sentences but
+    matches none of them closely. ``ranked`` is best first, as :func:`rank_candidates` returns it.
     The floor suits the default model's cosines (minilm); a model whose unrelated texts
     score a high cosine (e5) rarely meets it. A question
     whose words are nearly all missing from the best sentences (an off-topic question, or a
