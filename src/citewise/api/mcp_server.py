@@ -156,7 +156,8 @@ class PassageDetail(BaseModel):
 
 class IngestedFile(BaseModel):
     path: str
-    status: str = Field(description="added, updated, unchanged, deleted or failed.")
+    status: str = Field(description="added, updated, unchanged, deleted, failed or "
+                        "skipped (an image, font or other media file under a folder).")
     chunks: int
     reason: str
 

@@ -54,14 +54,15 @@ def ingest(
         with progress_bar("ingesting", fmt is OutputFormat.text and sys.stderr.isatty()) as update:
             report = engine.ingest(paths, prune=prune, progress=update, collection=collection)
     _print_report(report, fmt)
-    if report.files and report.count("failed") == len(report.files):
+    if report.files and report.count("failed") + report.count("skipped") == len(report.files):
         raise typer.Exit(1)
 
 
 def _print_report(report: IngestReport, fmt: OutputFormat, *, stamp: bool = False,
                   summary: bool = True) -> None:
     """An ingest report as ``citewise ingest`` prints it: one JSON document, or a line per
-    file that changed or failed (``stamp``: each starting with the time) and a count line."""
+    file that changed or failed (``stamp``: each starting with the time) and a count line;
+    skipped media files (images, fonts, archives under a folder) are only counted there."""
     if fmt is OutputFormat.json:
         print(json.dumps({"files": jsonable(report.files), "seconds": report.seconds,
                           "chunks": report.chunks, "embedded": report.embedded},
@@ -71,7 +72,7 @@ def _print_report(report: IngestReport, fmt: OutputFormat, *, stamp: bool = Fals
     for f in report.files:
         if f.status == "failed":
             console.print(f"{when}[red]failed[/]    {escape(f.path)}: {escape(f.reason)}")
-        elif f.status != "unchanged":
+        elif f.status not in ("unchanged", "skipped"):
             console.print(f"{when}[green]{f.status:<9}[/] {escape(f.path)} ({f.chunks} chunks)")
         for w in f.warnings:
             console.print(f"{when}[yellow]warning[/]   {escape(f.path)}: {escape(w)}")
@@ -81,6 +82,9 @@ def _print_report(report: IngestReport, fmt: OutputFormat, *, stamp: bool = Fals
         )
         console.print(f"{when}{counts}; {report.chunks} chunks written, {report.embedded} "
                       f"embedded in {report.seconds:.1f} s")
+        if n := report.count("skipped"):
+            console.print(f"{when}{n} skipped: images, audio, video, fonts, archives and "
+                          "programs have no text to index (--format json lists them)")
 
 
 def watch(

@@ -39,13 +39,28 @@ from citewise.types import Chunk, Document, ParsedDocument
 
 #: Folders never descended into.
 SKIP_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", "node_modules", ".venv", ".tox"})
+#: Suffixes of files a folder's ingest leaves out, reported as ``skipped``: images (SVG
+#: included: its text is drawing instructions), audio, video, fonts, archives and compiled
+#: programs, the assets a docs site or a code repository keeps beside its pages. None of them
+#: has text to index (OCR reads scanned PDF pages, not image files); left in, each one would be
+#: a ``failed`` line, and an SVG would be indexed as thousands of chunks of path data. A file
+#: named on its own is still read and fails with its reason.
+MEDIA_SUFFIXES = frozenset(
+    ".png .jpg .jpeg .gif .bmp .tif .tiff .webp .ico .icns .svg .svgz .heic .avif .psd .eps "
+    ".mp3 .wav .flac .ogg .oga .m4a .aac .wma .mp4 .m4v .mov .avi .mkv .webm .wmv .flv "
+    ".woff .woff2 .ttf .otf .eot .zip .gz .tgz .bz2 .xz .7z .rar .tar .zst .jar .whl .egg "
+    ".exe .dll .so .dylib .bin .o .a .obj .class .pyc .pyo .wasm".split())
+#: The reason given for a file of :data:`MEDIA_SUFFIXES` under an ingested folder.
+MEDIA_REASON = ("an image, audio, video, font, archive or program file: citewise reads "
+                "documents and source code; skipped")
 #: Room left in each chunk for the title/section prefix of :func:`embedding_text`.
 PREFIX_TOKENS = 40
 
 
 @dataclass(frozen=True)
 class FileResult:
-    """What happened to one file: ``status`` is added, updated, unchanged, deleted or failed."""
+    """What happened to one file: ``status`` is added, updated, unchanged, deleted, failed
+    or skipped (a media file under an ingested folder, :data:`MEDIA_SUFFIXES`)."""
 
     path: str
     status: str
@@ -77,9 +92,10 @@ def document_id(source_path: Path) -> str:
 
 
 def walk_files(root: Path) -> Iterator[Path]:
-    """The files an ingest of ``root`` reads, in sorted order: ``root`` itself when it is not a
-    folder, else every file under it except hidden ones (a name starting with ``.``) and
-    those inside hidden folders or :data:`SKIP_DIRS`."""
+    """The files under ``root`` an ingest looks at, in sorted order: ``root`` itself when it
+    is not a folder, else every file under it except hidden ones (a name starting with ``.``)
+    and those inside hidden folders or :data:`SKIP_DIRS`. Media files (:func:`is_media`) are
+    among them: the ingest reports them as skipped."""
     if not root.is_dir():
         yield root
         return
@@ -90,11 +106,20 @@ def walk_files(root: Path) -> Iterator[Path]:
                 yield Path(dirpath) / name
 
 
+def is_media(path: Path) -> bool:
+    """Whether ``path`` has a suffix of :data:`MEDIA_SUFFIXES` (any case): a file a folder's
+    ingest skips."""
+    return path.suffix.lower() in MEDIA_SUFFIXES
+
+
 def skipped(path: Path, root: Path) -> bool:
-    """Whether :func:`walk_files` of the folder ``root`` leaves out ``path`` (a file or folder
-    under it): a hidden name, or a hidden or :data:`SKIP_DIRS` folder on the way to it."""
+    """Whether an ingest of the folder ``root`` leaves out ``path`` (a file or folder under
+    it): a hidden name, a hidden or :data:`SKIP_DIRS` folder on the way to it, or a media
+    file (:func:`is_media`)."""
     parts = path.relative_to(root).parts
     if any(part.startswith(".") for part in parts):
+        return True
+    if path != root and is_media(path) and not path.is_dir():
         return True
     return any(part in SKIP_DIRS for part in parts[:-1]) or (
         bool(parts) and parts[-1] in SKIP_DIRS and path.is_dir())
@@ -177,6 +202,7 @@ class Ingestor:
         report = IngestReport()
         roots = [Path(p).expanduser().resolve() for p in paths]
         files: list[tuple[Path, Path]] = []
+        media: list[tuple[Path, Path]] = []  # skipped: MEDIA_SUFFIXES under a folder
         for root in roots:
             if not root.exists():
                 report.files.append(FileResult(str(root), "failed",
@@ -192,9 +218,20 @@ class Ingestor:
                         _display_path(f, root, self.collections), "failed",
                         reason="not a regular file (pipe, socket or device); skipped"))
                     continue
+                if f != root and is_media(f):
+                    media.append((f, root))
+                    continue
                 files.append((f, root))
         known = {d.source_path: d for d in self.store.documents()}
-        seen = {str(f) for f, _ in files}
+        for f, root in media:
+            # an earlier version indexed it (an SVG as text) or recorded its failure: the
+            # entry goes, so no path data is answered from and no stale failure is listed
+            old = known.pop(str(f), None)
+            if old is not None:
+                self.store.delete_document(old.id)
+            report.files.append(FileResult(_display_path(f, root, self.collections),
+                                           "skipped", reason=MEDIA_REASON))
+        seen = {str(f) for f, _ in files} | {str(f) for f, _ in media}
         for doc in known.values():
             under_root = any(
                 r.is_dir() and Path(doc.source_path).is_relative_to(r) for r in roots
