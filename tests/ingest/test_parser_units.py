@@ -196,6 +196,26 @@ def test_markdown_blocks() -> None:
     assert "SECRET" not in doc.text and "hidden" not in doc.text
 
 
+def test_markdown_heading_attribute_lists_are_not_heading_text() -> None:
+    """Regression: MkDocs pages (FastAPI's docs) write ``## Run the Server { #run-the-server }``;
+    the id stood in every citation's section path ("Run a Server Manually { #run-a-server-
+    manually } > ...") and every chunk's heading prefix."""
+    source = (b"# Run a Server Manually { #run-a-server-manually }\n\nText one.\n\n"
+              b"## Install {#install .unnumbered}\n\nText two.\n\n"
+              b"### Options {: #opts }\n\nText three.\n\n"
+              b"## Appendix {-}\n\nText four.\n\n"
+              b"## Using {braces} in templates\n\nText five.\n")
+    doc = route("manual.md", source)
+    check_offsets(doc)
+    assert doc.title == "Run a Server Manually"
+    sections = {b.text: b.section for b in doc.blocks if b.kind is BlockKind.PARAGRAPH}
+    assert sections["Text three."] == ("Run a Server Manually", "Install", "Options")
+    assert sections["Text four."] == ("Run a Server Manually", "Appendix")
+    # braces that are no attribute list are heading text
+    assert sections["Text five."] == ("Run a Server Manually", "Using {braces} in templates")
+    assert "#install" not in doc.text and "{-}" not in doc.text
+
+
 def test_markdown_invalid_front_matter_stays_content() -> None:
     doc = route("a.md", b"---\n: : [\n---\nBody text.\n")
     assert doc.metadata == {}

@@ -4,7 +4,11 @@
   and is never content: indexed, its bland text would match every query (case C18). Its
   ``title`` is the document title, else the first H1, else the file stem. A file with front
   matter and nothing else raises EmptyDocumentError.
-- Headings are HEADING blocks and set the section path (heading texts by level).
+- Headings are HEADING blocks and set the section path (heading texts by level). A trailing
+  attribute list, the heading-id syntax of Pandoc (``{#install .unnumbered}``, ``{-}``),
+  kramdown (``{: #install}``) and Python-Markdown's attr_list as MkDocs sites use it
+  (``## Install { #install }``), is dropped: it is markup, and left in it would stand in
+  every citation's section path and in every chunk's embedded heading prefix.
 - Paragraphs, lists (one LIST block per top-level list, one line per item, nested items
   indented), GFM tables (TABLE block: ``header`` is ``"a | b | c"``, text one row per line),
   code fences and indented code (CODE) become blocks; ``line_start``/``line_end`` come from
@@ -44,6 +48,10 @@ _TOML_FM_RE = re.compile(r"\A\+\+\+[ \t]*\n(.*?)^\+\+\+[ \t]*$\n?", re.DOTALL | 
 _COMMENT_RE = re.compile(r"\A\s*(?:<!--.*?-->\s*)+\Z", re.DOTALL)
 _TAG_RE = re.compile(r"\A<\s*(/)?\s*([a-zA-Z][\w-]*)")
 _SPACES_RE = re.compile(r"[ \t]{2,}")
+_ATTR = r"(?:[#.][^\s{}]+|[\w-]+=(?:\"[^\"]*\"|'[^']*'|[^\s{}]+))"
+#: A heading's trailing attribute list: ``{#id}``, ``{ #id .class key=value }``, ``{: #id}``,
+#: ``{-}``; braces holding anything else (``Using {braces}``) are heading text.
+_HEADING_ATTRS_RE = re.compile(r"\s*\{:?\s*(?:-|" + _ATTR + r"(?:\s+" + _ATTR + r")*)\s*\}\s*$")
 _VOID_TAGS = frozenset("area base br col embed hr img input link meta source track wbr".split())
 
 
@@ -131,7 +139,7 @@ def _emit(tokens: list[Token], builder: TextBuilder, source: list[str]) -> str:
         lines = _lines(tok, source)
         if tok.type == "heading_open":
             level = int(tok.tag[1:])
-            text = _inline_text(tokens[i + 1])
+            text = _HEADING_ATTRS_RE.sub("", _inline_text(tokens[i + 1]))
             if text:
                 while section and section[-1][0] >= level:
                     section.pop()
