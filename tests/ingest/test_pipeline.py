@@ -100,3 +100,25 @@ def test_each_failed_document_stores_its_kind_of_failure(engine, tmp_path):
     (folder / "empty.md").write_text("# Filled\n\nThe kettle is descaled monthly.\n")
     engine.ingest([folder])
     assert {d.path: d.error_kind for d in engine.store.documents()}["col/empty.md"] == ""
+
+
+def test_a_new_parse_version_re_reads_unchanged_files(make_engine, tmp_path, monkeypatch):
+    """Regression: a parser fix (Markdown heading ids, PARSE_VERSION 2) never reached an
+    existing index: the file's bytes were unchanged, so the next ingest kept the old blocks
+    ("Install { #install }" in the section path) and reported it unchanged."""
+    from citewise.ingest import pipeline
+
+    page = tmp_path / "docs" / "install.md"
+    page.parent.mkdir()
+    page.write_text("# Install { #install }\n\nRun pip install citewise.\n", encoding="utf-8")
+    monkeypatch.setattr(pipeline, "PARSE_VERSION", pipeline.PARSE_VERSION - 1)
+    engine = make_engine()
+    assert [f.status for f in engine.ingest([page.parent]).files] == ["added"]
+    assert [f.status for f in engine.ingest([page.parent]).files] == ["unchanged"]
+    monkeypatch.undo()
+    engine = make_engine()
+    report = engine.ingest([page.parent])
+    assert [f.status for f in report.files] == ["updated"]
+    [hit] = engine.search("pip install citewise").hits[:1]
+    assert hit.chunk.section == ("Install",)
+    assert [f.status for f in engine.ingest([page.parent]).files] == ["unchanged"]

@@ -53,6 +53,13 @@ MEDIA_SUFFIXES = frozenset(
 #: The reason given for a file of :data:`MEDIA_SUFFIXES` under an ingested folder.
 MEDIA_REASON = ("an image, audio, video, font, archive or program file: citewise reads "
                 "documents and source code; skipped")
+#: Version of what the parsers and the chunker make of a file's bytes, part of every
+#: document's ingest fingerprint: raised with each change to that output, so the next ingest
+#: after an upgrade re-reads files whose bytes did not change instead of keeping the older
+#: version's blocks (their chunks' vectors are reused wherever a chunk's embedded text is the
+#: same: the embedding cache is keyed by it). 2: Markdown headings without their attribute
+#: lists (``{ #id }``).
+PARSE_VERSION = 2
 #: Room left in each chunk for the title/section prefix of :func:`embedding_text`.
 PREFIX_TOKENS = 40
 
@@ -183,9 +190,10 @@ class Ingestor:
         store.bind_model(embedder.name, embedder.dim)
         store.bind_analyzer(ANALYZER_VERSION)  # AnalyzerMismatchError: run citewise reindex
         # a change of these re-chunks unchanged files on the next ingest (turning OCR on
-        # re-reads the files that had pages without text)
-        self.fingerprint = f"{embedder.name}:{self.max_tokens}:{settings.chunk_overlap}" + (
-            f":ocr{settings.ocr_dpi}" if settings.ocr else "")
+        # re-reads the files that had pages without text; a new PARSE_VERSION re-reads all)
+        self.fingerprint = (f"{embedder.name}:{self.max_tokens}:{settings.chunk_overlap}:"
+                            f"p{PARSE_VERSION}" + (
+                                f":ocr{settings.ocr_dpi}" if settings.ocr else ""))
         self.ocr = None
         if settings.ocr:  # ConfigError now, before any file, when the engine is missing
             from citewise.ingest.ocr import load_ocr
