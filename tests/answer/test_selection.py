@@ -59,3 +59,41 @@ def test_list_terms_are_the_plural_things_a_question_asks_to_be_listed() -> None
     assert list_terms("Which fusion method merges the dense and BM25 results?") == set()
     assert list_terms("What is an extractive answer?") == set()
     assert "формат" in list_terms("Какие форматы файлов поддерживаются?")
+
+
+def test_a_quoted_indented_line_of_code_is_cited_with_its_own_characters(make_engine,
+                                                                          tmp_path) -> None:
+    """Regression (requests' api.py): a function split into pieces leaves pieces that start
+    with an indented line (``    return request("post", ...)``); a quote of one was cited
+    from the indent with the stripped text's length, so the cited characters were the indent
+    and the quote without its last four characters."""
+    from citewise.answer.selection import candidates
+
+    doc_lines = "\n".join(f"    Line {i} of the documentation of every keyword argument this "
+                          f"helper passes on to the transport, with its default." for i in range(40))
+    source = (f'def post(url, data=None, json=None, **kwargs):\n    """Send a POST request.\n\n'
+              f'{doc_lines}\n    """\n\n    return request("post", url, data=data, json=json, '
+              f'**kwargs)\n')
+    path = tmp_path / "src" / "client.py"
+    path.parent.mkdir()
+    path.write_text(source, encoding="utf-8")
+    engine = make_engine()
+    engine.ingest([path.parent])
+    [doc] = engine.store.documents()
+    # the function's last piece: the docstring's last lines (indented) and the return line
+    pieces = [c for c in engine.store.chunks_of(doc.id)
+              if c.text.startswith("    ") and "return request(" in c.text]
+    assert len(pieces) == 1
+    chunk = pieces[0]
+    hit = Hit(chunk_id=chunk.id, score=0.9, chunk=chunk, document=doc)
+    citation = Citation(n=1, chunk_id=chunk.id, document_id=doc.id, path=doc.path,
+                        title=doc.title, section=chunk.section, page=None,
+                        line_start=chunk.line_start, line_end=chunk.line_end,
+                        char_start=chunk.char_start, char_end=chunk.char_end, score=0.9)
+    ev = Evidence(citation=citation, hit=hit)
+    [candidate] = candidates(ev, 0)
+    [quoted] = sentence_evidence([ev], [Scored(candidate, 0.9, 0.5, 0.5)])
+    c = quoted.citation
+    assert source[c.char_start:c.char_end].strip() == candidate.text.strip()
+    assert source[c.char_end - 9:c.char_end] == "**kwargs)"
+    assert source[c.char_start:c.char_end].lstrip().startswith("Line 3")

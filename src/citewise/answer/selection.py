@@ -616,9 +616,14 @@ def _narrow(ev: Evidence, start: int, end: int, n: int, shown: str | None = None
     head = src.find(first_line) if src and first_line else -1
     whole = len(src) < 2 * SOURCE_WINDOW  # source_text starts where the chunk's first block does
     first: int | None = None
+    # the chunk's text may start with white space (an indented line of code) that
+    # ``first_line`` lost to strip(): char_start is where that white space starts
+    lead = len(chunk.text) - len(chunk.text.lstrip())
+    origin = head - lead if lead and head >= lead and \
+        src[head - lead:head] == chunk.text[:lead] else head
     if head >= 0 and (found := _find_flexible(src, part, head)) is not None:
         at, stop = found  # anchored on the chunk's first line: char_start
-        char_start = chunk.char_start - head + at
+        char_start = chunk.char_start - origin + at
         if line_start is not None and line_end is not None and whole:
             # the document text keeps the file's line breaks unless markup lines were dropped
             # (a code fence, a table's |---| line): count only when the chunk's own line
