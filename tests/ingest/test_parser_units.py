@@ -222,6 +222,60 @@ def test_markdown_invalid_front_matter_stays_content() -> None:
     assert "Body text." in doc.text
 
 
+def test_rst_sphinx_roles_and_directives_read_as_the_built_page_shows_them(tmp_path) -> None:
+    """Regression (requests' Sphinx docs): roles stayed raw markup in the index and in quotes
+    (":exc:`~requests.exceptions.Timeout`"), ``code-block`` examples were lost, and a section
+    holding only autodoc entries had no text, so it vanished from the section list."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOP SECRET LINE", encoding="utf-8")
+    source = f"""Client guide
+============
+
+See :ref:`the install page <install>` and :doc:`advanced`.
+
+A :exc:`~kettle.errors.BoilTimeout` is raised; call :py:meth:`Kettle.boil() <kettle.Kettle.boil>`
+or :class:`!kettle.Kettle` with :envvar:`KETTLE_HOME` set.
+
+.. code-block:: python
+
+   kettle.boil(litres=1.5)
+
+.. versionchanged:: 3.1
+   ``litres`` accepts a float.
+
+.. literalinclude:: {secret}
+
+.. toctree::
+   :maxdepth: 2
+
+   advanced
+
+Reference
+---------
+
+.. autoclass:: kettle.Kettle
+   :members:
+
+.. function:: boil(litres, *, timeout=None)
+
+   Boil the water.
+""".encode()
+    doc = route("guide.rst", source)
+    check_offsets(doc)
+    text = doc.text
+    assert "See the install page and advanced." in text
+    assert ("A BoilTimeout is raised; call Kettle.boil() or kettle.Kettle with KETTLE_HOME set."
+            in " ".join(text.split()))
+    code = [(b.text, b.line_start) for b in doc.blocks if b.kind is BlockKind.CODE]
+    assert ("kettle.boil(litres=1.5)", 11) in code
+    assert ("kettle.Kettle", 26) in code and ("boil(litres, *, timeout=None)", 29) in code
+    assert "Changed in version 3.1: litres accepts a float." in text
+    assert ":members:" not in text and "maxdepth" not in text and ":exc:" not in text
+    assert "TOP SECRET" not in text  # literalinclude never reads another file
+    reference = [b.text for b in doc.blocks if b.section == ("Client guide", "Reference")]
+    assert "Boil the water." in reference
+
+
 def test_rst_sections_lists_tables() -> None:
     source = b"""Guide
 =====

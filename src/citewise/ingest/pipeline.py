@@ -58,8 +58,8 @@ MEDIA_REASON = ("an image, audio, video, font, archive or program file: citewise
 #: after an upgrade re-reads files whose bytes did not change instead of keeping the older
 #: version's blocks (their chunks' vectors are reused wherever a chunk's embedded text is the
 #: same: the embedding cache is keyed by it). 2: Markdown headings without their attribute
-#: lists (``{ #id }``).
-PARSE_VERSION = 2
+#: lists (``{ #id }``); 3: Sphinx roles and directives in reStructuredText.
+PARSE_VERSION = 3
 #: Room left in each chunk for the title/section prefix of :func:`embedding_text`.
 PREFIX_TOKENS = 40
 

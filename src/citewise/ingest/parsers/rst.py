@@ -5,6 +5,10 @@ top-level list), definition and field lists, literal blocks (CODE) and tables (T
 from the ``thead`` rows) are blocks. ``line_start`` is docutils' line for the node (for titles
 the line of the title text); ``line_end`` adds the block's line count.
 
+Sphinx's roles and directives are read as the built page shows them
+(:mod:`citewise.ingest.parsers._rst_sphinx`): ``:class:`~a.Response``` is "Response",
+``.. code-block::`` a literal block, an autodoc entry its name.
+
 Dropped: comments, substitution definitions, link targets, docutils' own error messages and
 ``raw`` passthrough. File inclusion (``.. include::``, ``csv-table :file:``) and raw output are
 disabled, so an indexed file can never pull in another file from disk.
@@ -17,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from citewise.errors import CorruptDocumentError, EmptyDocumentError
+from citewise.ingest.parsers import _rst_sphinx
 from citewise.ingest.parsers.base import TextBuilder, register
 from citewise.ingest.parsers.text import collapse_blobs, decode_text, is_blank
 from citewise.types import BlockKind, ParsedDocument
@@ -53,6 +58,7 @@ def parse(path: Path, data: bytes) -> ParsedDocument:
     source = decode_text(path, data)
     if is_blank(source):
         raise EmptyDocumentError(path, "empty file: only whitespace, no text to index")
+    _rst_sphinx.register()
     settings = dict(_SETTINGS, warning_stream=io.StringIO())
     try:
         doctree = docutils.core.publish_doctree(source, settings_overrides=settings)
