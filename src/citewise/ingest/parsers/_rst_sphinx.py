@@ -86,7 +86,7 @@ def _directives() -> dict[str, Any]:
     from docutils import nodes
     from docutils.parsers.rst import Directive
 
-    class Nothing(Directive):
+    class Nothing(Directive):  # type: ignore[misc]  # docutils has no type hints
         """A directive that steers the build (toctree, index, ...): no text."""
 
         optional_arguments = 1  # the whole argument text, line breaks kept
