@@ -47,6 +47,32 @@ def test_a_documents_own_reference_marks_are_not_passed_on_as_citations(engine, 
         assert answer.cited == (1,)
 
 
+def test_example_after_an_introducing_colon_is_quoted_with_it_and_its_output_kept(
+        engine, tmp_path):
+    """Regression (requests' docs, found by the newcomer check): "Requests can also ignore
+    verifying the SSL certificate if you set verify to False:" was quoted without the example
+    it announces, and once quoted with it, the example's output "<Response [200]>" lost its
+    "[200]" as if it were a reference mark."""
+    folder = tmp_path / "col"
+    folder.mkdir()
+    (folder / "kettle.rst").write_text(
+        "Remote control\n==============\n\nThe kettle listens on port 8080 of the local "
+        "network once it is paired with the hub.\n\n"
+        "You can switch the kettle on from a script if you send it the boil command:\n\n"
+        "::\n\n    >>> kettle.send('boil', litres=1.5)\n    <Reply [200] accepted, boiling>\n\n"
+        "The kettle refuses the command when it holds no water.\n\n"
+        "Scripts\n=======\n\nA script can switch the kettle on at a set time each morning. "
+        "Scripts run on the hub, not on the kettle itself. A script that switches the kettle "
+        "on twice in one minute is stopped by the hub. The kettle tells the script when the "
+        "water boils. Scripts written for the older hub must be converted before they can "
+        "switch the kettle on.\n", encoding="utf-8")
+    engine.ingest([folder])
+    answer = engine.ask("How do I switch the kettle on from a script?")
+    text = " ".join(answer.text.split())
+    assert "if you send it the boil command: >>> kettle.send('boil', litres=1.5)" in text, text
+    assert "<Reply [200] accepted, boiling>" in text, text
+
+
 def test_a_question_longer_than_max_query_chars_says_it_was_cut(make_engine, tmp_path):
     """Before, a pasted page was cut to its end silently; the user never learnt that the
     start of the question was not searched."""

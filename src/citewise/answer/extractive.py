@@ -32,15 +32,20 @@ def _candidates(evidence: Evidence) -> list[str]:
     return [c.text for c in candidates(evidence, 0)]
 
 
-#: a bracketed number (list or range) as answers cite, not a Markdown link "[1](url)"
-_MARKER = re.compile(r"[ \t]*\[\s*\d{1,3}(?:\s*(?:,|;|-|–)\s*\d{1,3})*\s*\](?!\()")
+#: a bracketed number (list or range) as answers cite, not a Markdown link "[1](url)" nor
+#: part of a value shown in the text ("<Response [200]>", "[3]=")
+#: an interactive example's prompt: Python's ">>>" or "...", a shell's "$"
+_PROMPT = re.compile(r"(?:^|\s)(?:>>>|\.\.\.|\$)\s")
+_MARKER = re.compile(r"[ \t]*\[\s*\d{1,3}(?:\s*(?:,|;|-|–)\s*\d{1,3})*\s*\](?![(>=\w])")
 
 
 def _quote(sentence: str, evidence: Evidence) -> str:
     n = evidence.citation.n
     if "\n" in sentence:  # a code window keeps its lines
         return f"\n```\n{sentence}\n```\n[{n}]"
-    if _is_code(evidence):  # one line of code: "items[2]" is code, not a citation
+    if _is_code(evidence) or _PROMPT.search(sentence):
+        # one line of code ("items[2]" is code, not a citation), or a passage holding an
+        # example after its prompt (">>> r = get(url)  <Response [200]>"): kept as written
         return f"{sentence} [{n}]"
     # the document's own reference marks ("... of purchase [7].") would read as citations of
     # passages that were not given (or of the wrong one): only the quote's own [n] remains

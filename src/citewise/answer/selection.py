@@ -143,6 +143,43 @@ def with_next_instruction(question: str, ranked: Sequence[Scored],
     return out
 
 
+def with_examples(ranked: Sequence[Scored], evidence: Sequence[Evidence], *, top: int = 3,
+                  max_lines: int = 3, max_chars: int = 400) -> list[Scored]:
+    """``ranked`` with the example each introducing sentence announces moved up behind it.
+
+    Documentation introduces an example with a sentence that ends in a colon ("Requests can
+    also ignore verifying the SSL certificate if you set verify to False:") and gives it as
+    code on the next lines; quoted alone, the sentence promises what the quote leaves out.
+    For each of the ``top`` best candidates that is such a sentence, the candidates that
+    follow it in its chunk with only blank text between, while they read as code
+    (:func:`looks_like_command`), at most ``max_lines`` of them and ``max_chars`` characters,
+    are placed right after it with its score, so :func:`sentence_evidence` quotes them as one
+    passage. Returns a new list; ``ranked`` (best first) is unchanged."""
+    out = list(ranked)
+    for intro in list(out[:top]):
+        c = intro.candidate
+        if c.kind != "sentence" or not c.text.rstrip().endswith(":"):
+            continue
+        text = evidence[c.index].chunk.text
+        after = sorted((s for s in out if s.candidate.index == c.index
+                        and s.candidate.start >= c.end), key=lambda s: s.candidate.start)
+        taken: list[Scored] = []
+        end, size = c.end, 0
+        for s in after:
+            if (text[end:s.candidate.start].strip() or not looks_like_command(s.candidate.text)
+                    or len(taken) >= max_lines or size + len(s.candidate.text) > max_chars):
+                break
+            taken.append(s)
+            end, size = s.candidate.end, size + len(s.candidate.text)
+        if not taken:
+            continue
+        for s in taken:
+            out.remove(s)
+        at = out.index(intro) + 1
+        out[at:at] = [replace(s, score=intro.score) for s in taken]
+    return out
+
+
 def looks_like_command(text: str) -> bool:
     """True for a candidate that reads as a shell command, code or a JSON/YAML body rather
     than prose: it starts like a command (``$``, ``curl``, ``pip``, a word then a flag) or
@@ -763,5 +800,6 @@ __all__ = [
     "rank_candidates",
     "section_lists",
     "sentence_evidence",
+    "with_examples",
     "with_next_instruction",
 ]

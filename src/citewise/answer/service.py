@@ -38,6 +38,7 @@ from citewise.answer.selection import (
     section_lists,
     sentence_evidence,
     unknown_names,
+    with_examples,
     with_next_instruction,
 )
 from citewise.config import Settings
@@ -152,7 +153,9 @@ class AnswerService:
                                          document_idf=reading.document_idf,
                                          known_identifiers=known, dense=dense,
                                          prefer_document=prefer_document, lists=lists)
-        reading.ranked = with_next_instruction(question, reading.ranked, [*evidence, *lists])
+        reading.ranked = with_examples(
+            with_next_instruction(question, reading.ranked, [*evidence, *lists]),
+            [*evidence, *lists])
         reading.timings_ms["sentences_ms"] = (time.perf_counter() - t0) * 1000
         if not reading.ranked or (s.abstain and not answerable(
                 reading.ranked, question, min_match=s.abstain_min_match, dense=dense)):
