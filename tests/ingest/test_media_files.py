@@ -99,7 +99,7 @@ def test_cli_counts_skipped_files_and_lists_them_only_in_json(tmp_path, monkeypa
     assert result.exit_code == 0
     text = " ".join(result.output.split())
     assert "1 added, 0 updated, 0 unchanged, 0 deleted, 0 failed" in text
-    assert "3 skipped: images" in text
+    assert "3 skipped: empty files and images" in text
     assert "logo.PNG" not in text  # counted, not listed line by line
     result = runner.invoke(app, ["ingest", str(root), "--format", "json"],
                            catch_exceptions=False)
@@ -116,4 +116,37 @@ def test_cli_exits_1_when_a_folder_holds_nothing_it_can_read(tmp_path, monkeypat
     (photos / "two.jpg").write_bytes(b"\xff\xd8\xff\xe0" + bytes(64))
     result = CliRunner().invoke(app, ["ingest", str(photos)], catch_exceptions=False)
     assert result.exit_code == 1
-    assert "2 skipped: images" in " ".join(result.output.split())
+    assert "2 skipped: empty files and images" in " ".join(result.output.split())
+
+
+def test_zero_byte_files_under_a_folder_are_skipped_and_an_old_entry_removed(make_engine,
+                                                                             tmp_path):
+    """Regression: a code repository's empty ``__init__.py`` files and ``py.typed`` markers
+    (184 in FastAPI's repository) were each a ``failed`` line and a failed entry in the
+    document list. A blank but not empty file, or an empty one named on its own, still
+    fails with its reason."""
+    from citewise.ingest.pipeline import EMPTY_REASON
+
+    pkg = tmp_path / "repo" / "kettle"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_bytes(b"")
+    (pkg / "py.typed").write_bytes(b"")
+    (pkg / "blank.md").write_text("  \n\n", encoding="utf-8")
+    (pkg / "boil.py").write_text("def boil(litres: float) -> None:\n    \"\"\"Boil the water.\"\"\"\n",
+                                 encoding="utf-8")
+    engine = make_engine()
+    report = engine.ingest([pkg.parent])
+    status = {f.path: (f.status, f.reason) for f in report.files}
+    assert status["repo/kettle/__init__.py"] == ("skipped", EMPTY_REASON)
+    assert status["repo/kettle/py.typed"] == ("skipped", EMPTY_REASON)
+    assert status["repo/kettle/blank.md"][0] == "failed"
+    assert status["repo/kettle/boil.py"][0] == "added"
+    assert sorted(d.path for d in engine.store.documents()) == ["repo/kettle/blank.md",
+                                                              "repo/kettle/boil.py"]
+    [named] = engine.ingest([pkg / "__init__.py"]).files  # named on its own: it fails
+    assert named.status == "failed" and "empty" in named.reason
+    assert "__init__.py" in {d.path for d in engine.store.documents()}
+    # the folder again: the entry the named ingest recorded goes
+    again = {f.path: f.status for f in engine.ingest([pkg.parent]).files}
+    assert again["repo/kettle/__init__.py"] == "skipped"
+    assert "__init__.py" not in {Path(d.path).name for d in engine.store.documents()}

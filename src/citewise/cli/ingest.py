@@ -83,8 +83,9 @@ def _print_report(report: IngestReport, fmt: OutputFormat, *, stamp: bool = Fals
         console.print(f"{when}{counts}; {report.chunks} chunks written, {report.embedded} "
                       f"embedded in {report.seconds:.1f} s")
         if n := report.count("skipped"):
-            console.print(f"{when}{n} skipped: images, audio, video, fonts, archives and "
-                          "programs have no text to index (--format json lists them)")
+            console.print(f"{when}{n} skipped: empty files and images, audio, video, fonts, "
+                          "archives and programs have no text to index (--format json lists "
+                          "them)")
 
 
 def watch(

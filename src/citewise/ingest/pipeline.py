@@ -60,6 +60,9 @@ MEDIA_REASON = ("an image, audio, video, font, archive or program file: citewise
 #: same: the embedding cache is keyed by it). 2: Markdown headings without their attribute
 #: lists (``{ #id }``); 3: Sphinx roles and directives in reStructuredText.
 PARSE_VERSION = 3
+#: The reason given for a 0-byte file under an ingested folder (a file named on its own, an
+#: upload or a file a watch sees change that is empty fails, naming the file).
+EMPTY_REASON = "empty file (0 bytes): nothing to index; skipped"
 #: Room left in each chunk for the title/section prefix of :func:`embedding_text`.
 PREFIX_TOKENS = 40
 
@@ -67,7 +70,8 @@ PREFIX_TOKENS = 40
 @dataclass(frozen=True)
 class FileResult:
     """What happened to one file: ``status`` is added, updated, unchanged, deleted, failed
-    or skipped (a media file under an ingested folder, :data:`MEDIA_SUFFIXES`)."""
+    or skipped (a media file, :data:`MEDIA_SUFFIXES`, or a 0-byte file under an ingested
+    folder)."""
 
     path: str
     status: str
@@ -117,6 +121,15 @@ def is_media(path: Path) -> bool:
     """Whether ``path`` has a suffix of :data:`MEDIA_SUFFIXES` (any case): a file a folder's
     ingest skips."""
     return path.suffix.lower() in MEDIA_SUFFIXES
+
+
+def _is_empty(path: Path) -> bool:
+    """Whether the file at ``path`` holds 0 bytes (False when it cannot be read: the
+    ingest then reports why)."""
+    try:
+        return path.stat().st_size == 0
+    except OSError:
+        return False
 
 
 def skipped(path: Path, root: Path) -> bool:
@@ -210,7 +223,8 @@ class Ingestor:
         report = IngestReport()
         roots = [Path(p).expanduser().resolve() for p in paths]
         files: list[tuple[Path, Path]] = []
-        media: list[tuple[Path, Path]] = []  # skipped: MEDIA_SUFFIXES under a folder
+        # skipped, with the reason: MEDIA_SUFFIXES and 0-byte files under a folder
+        media: list[tuple[Path, Path, str]] = []
         for root in roots:
             if not root.exists():
                 report.files.append(FileResult(str(root), "failed",
@@ -227,19 +241,23 @@ class Ingestor:
                         reason="not a regular file (pipe, socket or device); skipped"))
                     continue
                 if f != root and is_media(f):
-                    media.append((f, root))
+                    media.append((f, root, MEDIA_REASON))
+                    continue
+                if f != root and _is_empty(f):
+                    # a marker (an empty __init__.py, py.typed), not a document
+                    media.append((f, root, EMPTY_REASON))
                     continue
                 files.append((f, root))
         known = {d.source_path: d for d in self.store.documents()}
-        for f, root in media:
+        for f, root, why in media:
             # an earlier version indexed it (an SVG as text) or recorded its failure: the
             # entry goes, so no path data is answered from and no stale failure is listed
             old = known.pop(str(f), None)
             if old is not None:
                 self.store.delete_document(old.id)
             report.files.append(FileResult(_display_path(f, root, self.collections),
-                                           "skipped", reason=MEDIA_REASON))
-        seen = {str(f) for f, _ in files} | {str(f) for f, _ in media}
+                                           "skipped", reason=why))
+        seen = {str(f) for f, _ in files} | {str(f) for f, _, _ in media}
         for doc in known.values():
             under_root = any(
                 r.is_dir() and Path(doc.source_path).is_relative_to(r) for r in roots
