@@ -123,8 +123,8 @@ def test_zero_byte_files_under_a_folder_are_skipped_and_an_old_entry_removed(mak
                                                                              tmp_path):
     """Regression: a code repository's empty ``__init__.py`` files and ``py.typed`` markers
     (184 in FastAPI's repository) were each a ``failed`` line and a failed entry in the
-    document list. A blank but not empty file, or an empty one named on its own, still
-    fails with its reason."""
+    document list. An empty or blank document (a 0-byte ``.md``, case C06), or an empty file
+    named on its own, still fails with its reason."""
     from citewise.ingest.pipeline import EMPTY_REASON
 
     pkg = tmp_path / "repo" / "kettle"
@@ -132,6 +132,7 @@ def test_zero_byte_files_under_a_folder_are_skipped_and_an_old_entry_removed(mak
     (pkg / "__init__.py").write_bytes(b"")
     (pkg / "py.typed").write_bytes(b"")
     (pkg / "blank.md").write_text("  \n\n", encoding="utf-8")
+    (pkg / "empty.md").write_bytes(b"")  # an empty document: failed, as case C06 expects
     (pkg / "boil.py").write_text("def boil(litres: float) -> None:\n    \"\"\"Boil the water.\"\"\"\n",
                                  encoding="utf-8")
     engine = make_engine()
@@ -140,9 +141,11 @@ def test_zero_byte_files_under_a_folder_are_skipped_and_an_old_entry_removed(mak
     assert status["repo/kettle/__init__.py"] == ("skipped", EMPTY_REASON)
     assert status["repo/kettle/py.typed"] == ("skipped", EMPTY_REASON)
     assert status["repo/kettle/blank.md"][0] == "failed"
+    assert status["repo/kettle/empty.md"][0] == "failed" and "empty" in status[
+        "repo/kettle/empty.md"][1]
     assert status["repo/kettle/boil.py"][0] == "added"
-    assert sorted(d.path for d in engine.store.documents()) == ["repo/kettle/blank.md",
-                                                              "repo/kettle/boil.py"]
+    assert sorted(d.path for d in engine.store.documents()) == [
+        "repo/kettle/blank.md", "repo/kettle/boil.py", "repo/kettle/empty.md"]
     [named] = engine.ingest([pkg / "__init__.py"]).files  # named on its own: it fails
     assert named.status == "failed" and "empty" in named.reason
     assert "__init__.py" in {d.path for d in engine.store.documents()}

@@ -94,8 +94,7 @@ def test_each_failed_document_stores_its_kind_of_failure(engine, tmp_path):
     (folder / "notes.md").write_text("# Notes\n\nThe kettle warranty lasts two years.\n")
     engine.ingest([folder])
     kinds = {Path(d.path).name: (d.status, d.error_kind) for d in engine.store.documents()}
-    # a 0-byte file under a folder is skipped, not stored (test_media_files.py)
-    assert kinds == {"blank.txt": ("failed", "empty"),
+    assert kinds == {"empty.md": ("failed", "empty"), "blank.txt": ("failed", "empty"),
                      "trunc.pdf": ("failed", "corrupt"), "blob.txt": ("failed", "unsupported"),
                      "notes.md": ("indexed", "")}, kinds
     (folder / "empty.md").write_text("# Filled\n\nThe kettle is descaled monthly.\n")

@@ -31,7 +31,7 @@ from citewise.config import Settings
 from citewise.embed import Embedder
 from citewise.errors import DocumentError, EmptyDocumentError, TooLargeDocumentError
 from citewise.ingest.chunking import chunk_document, content_hash, embedding_text
-from citewise.ingest.parsers.base import ParseOptions, parse_options, parser_for
+from citewise.ingest.parsers.base import ParseOptions, parse_options, parser_for, registered
 from citewise.store.base import FileBacked, Store
 from citewise.text.analysis import ANALYZER_VERSION, analyze
 from citewise.text.language import detect_language
@@ -60,8 +60,9 @@ MEDIA_REASON = ("an image, audio, video, font, archive or program file: citewise
 #: same: the embedding cache is keyed by it). 2: Markdown headings without their attribute
 #: lists (``{ #id }``); 3: Sphinx roles and directives in reStructuredText.
 PARSE_VERSION = 3
-#: The reason given for a 0-byte file under an ingested folder (a file named on its own, an
-#: upload or a file a watch sees change that is empty fails, naming the file).
+#: The reason given for a 0-byte source or marker file under an ingested folder
+#: (:func:`is_empty_marker`; an empty document, a file named on its own, an upload or a file
+#: a watch sees change that is empty fails, naming the file).
 EMPTY_REASON = "empty file (0 bytes): nothing to index; skipped"
 #: Room left in each chunk for the title/section prefix of :func:`embedding_text`.
 PREFIX_TOKENS = 40
@@ -123,13 +124,19 @@ def is_media(path: Path) -> bool:
     return path.suffix.lower() in MEDIA_SUFFIXES
 
 
-def _is_empty(path: Path) -> bool:
-    """Whether the file at ``path`` holds 0 bytes (False when it cannot be read: the
-    ingest then reports why)."""
+def is_empty_marker(path: Path) -> bool:
+    """Whether ``path`` is a 0-byte file that is no document: source code (an empty
+    ``__init__.py``) or a name no document parser claims (a ``py.typed`` marker). An empty
+    PDF, Word, Markdown, HTML or text file is a broken document, reported as failed (case
+    C06). False when the file cannot be read: the ingest then reports why."""
     try:
-        return path.stat().st_size == 0
+        if path.stat().st_size != 0:
+            return False
     except OSError:
         return False
+    suffix = path.suffix.lower()
+    owner = next((e.format for e in registered().values() if suffix in e.suffixes), None)
+    return owner is None or owner == "code"
 
 
 def skipped(path: Path, root: Path) -> bool:
@@ -243,7 +250,7 @@ class Ingestor:
                 if f != root and is_media(f):
                     media.append((f, root, MEDIA_REASON))
                     continue
-                if f != root and _is_empty(f):
+                if f != root and is_empty_marker(f):
                     # a marker (an empty __init__.py, py.typed), not a document
                     media.append((f, root, EMPTY_REASON))
                     continue
