@@ -32,10 +32,10 @@ def _candidates(evidence: Evidence) -> list[str]:
     return [c.text for c in candidates(evidence, 0)]
 
 
-#: a bracketed number (list or range) as answers cite, not a Markdown link "[1](url)" nor
-#: part of a value shown in the text ("<Response [200]>", "[3]=")
 #: an interactive example's prompt: Python's ">>>" or "...", a shell's "$"
 _PROMPT = re.compile(r"(?:^|\s)(?:>>>|\.\.\.|\$)\s")
+#: a bracketed number (list or range) as answers cite, not a Markdown link "[1](url)" nor
+#: part of a value shown in the text ("<Response [200]>", "[3]=")
 _MARKER = re.compile(r"[ \t]*\[\s*\d{1,3}(?:\s*(?:,|;|-|–)\s*\d{1,3})*\s*\](?![(>=\w])")
 
 

@@ -114,6 +114,32 @@ def gives_instruction(text: str) -> bool:
     return bool(_IMPERATIVE.match(text) or _INSTRUCTION.search(text))
 
 
+def _run_after(ranked: Sequence[Scored], c: Candidate,
+               evidence: Sequence[Evidence]) -> list[Scored]:
+    """The candidates of ``ranked`` that follow ``c`` in its chunk, in text order, each with
+    only blank text before it (so :func:`sentence_evidence` would join them to ``c``)."""
+    text = evidence[c.index].chunk.text
+    after = sorted((s for s in ranked if s.candidate.index == c.index
+                    and s.candidate.start >= c.end), key=lambda s: s.candidate.start)
+    run: list[Scored] = []
+    end = c.end
+    for s in after:
+        if text[end:s.candidate.start].strip():
+            break
+        run.append(s)
+        end = s.candidate.end
+    return run
+
+
+def _moved_behind(ranked: Sequence[Scored], anchor: Scored,
+                  moved: Sequence[Scored]) -> list[Scored]:
+    """``ranked`` with ``moved`` taken out and put right after ``anchor``, with its score."""
+    out = [s for s in ranked if s not in moved]
+    at = out.index(anchor) + 1
+    out[at:at] = [replace(s, score=anchor.score) for s in moved]
+    return out
+
+
 def with_next_instruction(question: str, ranked: Sequence[Scored],
                           evidence: Sequence[Evidence]) -> list[Scored]:
     """``ranked`` with, for a how-to question, the sentence that follows the best one moved
@@ -125,22 +151,16 @@ def with_next_instruction(question: str, ranked: Sequence[Scored],
     them, ranks low. Placed second with the best one's score, the two adjacent sentences
     become one passage (:func:`sentence_evidence`). Returns a new list; ``ranked`` (best
     first) is unchanged."""
-    out = list(ranked)
-    if not out or not _HOW_TO.search(question):
-        return out
-    best = out[0].candidate
-    if best.kind != "sentence" or gives_instruction(best.text):
-        return out
-    text = evidence[best.index].chunk.text
-    following = [s for s in out[1:] if s.candidate.index == best.index
-                 and s.candidate.kind == "sentence" and s.candidate.start >= best.end
-                 and not text[best.end:s.candidate.start].strip()]
-    if not following or not gives_instruction(following[0].candidate.text):
-        return out
-    nxt = following[0]
-    out.remove(nxt)
-    out.insert(1, replace(nxt, score=out[0].score))
-    return out
+    if not ranked or not _HOW_TO.search(question):
+        return list(ranked)
+    best = ranked[0]
+    if best.candidate.kind != "sentence" or gives_instruction(best.candidate.text):
+        return list(ranked)
+    run = _run_after(ranked, best.candidate, evidence)
+    if not run or run[0].candidate.kind != "sentence" or \
+            not gives_instruction(run[0].candidate.text):
+        return list(ranked)
+    return _moved_behind(ranked, best, run[:1])
 
 
 def with_examples(ranked: Sequence[Scored], evidence: Sequence[Evidence], *, top: int = 3,
@@ -156,27 +176,19 @@ def with_examples(ranked: Sequence[Scored], evidence: Sequence[Evidence], *, top
     are placed right after it with its score, so :func:`sentence_evidence` quotes them as one
     passage. Returns a new list; ``ranked`` (best first) is unchanged."""
     out = list(ranked)
-    for intro in list(out[:top]):
+    for intro in ranked[:top]:
         c = intro.candidate
         if c.kind != "sentence" or not c.text.rstrip().endswith(":"):
             continue
-        text = evidence[c.index].chunk.text
-        after = sorted((s for s in out if s.candidate.index == c.index
-                        and s.candidate.start >= c.end), key=lambda s: s.candidate.start)
         taken: list[Scored] = []
-        end, size = c.end, 0
-        for s in after:
-            if (text[end:s.candidate.start].strip() or not looks_like_command(s.candidate.text)
-                    or len(taken) >= max_lines or size + len(s.candidate.text) > max_chars):
+        size = 0
+        for s in _run_after(out, c, evidence)[:max_lines]:
+            size += len(s.candidate.text)
+            if not looks_like_command(s.candidate.text) or size > max_chars:
                 break
             taken.append(s)
-            end, size = s.candidate.end, size + len(s.candidate.text)
-        if not taken:
-            continue
-        for s in taken:
-            out.remove(s)
-        at = out.index(intro) + 1
-        out[at:at] = [replace(s, score=intro.score) for s in taken]
+        if taken:
+            out = _moved_behind(out, next(s for s in out if s.candidate == c), taken)
     return out
 
 

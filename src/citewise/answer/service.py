@@ -153,15 +153,15 @@ class AnswerService:
                                          document_idf=reading.document_idf,
                                          known_identifiers=known, dense=dense,
                                          prefer_document=prefer_document, lists=lists)
+        pool = [*evidence, *lists]
         reading.ranked = with_examples(
-            with_next_instruction(question, reading.ranked, [*evidence, *lists]),
-            [*evidence, *lists])
+            with_next_instruction(question, reading.ranked, pool), pool)
         reading.timings_ms["sentences_ms"] = (time.perf_counter() - t0) * 1000
         if not reading.ranked or (s.abstain and not answerable(
                 reading.ranked, question, min_match=s.abstain_min_match, dense=dense)):
             reading.declined = self.not_found(NOT_FOUND, filters, question)
             return reading
-        reading.evidence = sentence_evidence([*evidence, *lists], reading.ranked,
+        reading.evidence = sentence_evidence(pool, reading.ranked,
                                              max_passages=top_k or s.top_k,
                                              budget_tokens=s.evidence_tokens,
                                              count_tokens=self.embedder.count_tokens,

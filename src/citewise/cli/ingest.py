@@ -62,7 +62,7 @@ def _print_report(report: IngestReport, fmt: OutputFormat, *, stamp: bool = Fals
                   summary: bool = True) -> None:
     """An ingest report as ``citewise ingest`` prints it: one JSON document, or a line per
     file that changed or failed (``stamp``: each starting with the time) and a count line;
-    skipped media files (images, fonts, archives under a folder) are only counted there."""
+    skipped files (media files and empty markers under a folder) are only counted there."""
     if fmt is OutputFormat.json:
         print(json.dumps({"files": jsonable(report.files), "seconds": report.seconds,
                           "chunks": report.chunks, "embedded": report.embedded},

@@ -71,8 +71,8 @@ PREFIX_TOKENS = 40
 @dataclass(frozen=True)
 class FileResult:
     """What happened to one file: ``status`` is added, updated, unchanged, deleted, failed
-    or skipped (a media file, :data:`MEDIA_SUFFIXES`, or a 0-byte file under an ingested
-    folder)."""
+    or skipped (under an ingested folder, a media file, :data:`MEDIA_SUFFIXES`, or a 0-byte
+    source or marker file, :func:`is_empty_marker`)."""
 
     path: str
     status: str
@@ -230,8 +230,8 @@ class Ingestor:
         report = IngestReport()
         roots = [Path(p).expanduser().resolve() for p in paths]
         files: list[tuple[Path, Path]] = []
-        # skipped, with the reason: MEDIA_SUFFIXES and 0-byte files under a folder
-        media: list[tuple[Path, Path, str]] = []
+        # skipped, with the reason: media files and 0-byte markers under a folder
+        left_out: list[tuple[Path, Path, str]] = []
         for root in roots:
             if not root.exists():
                 report.files.append(FileResult(str(root), "failed",
@@ -248,15 +248,15 @@ class Ingestor:
                         reason="not a regular file (pipe, socket or device); skipped"))
                     continue
                 if f != root and is_media(f):
-                    media.append((f, root, MEDIA_REASON))
+                    left_out.append((f, root, MEDIA_REASON))
                     continue
                 if f != root and is_empty_marker(f):
                     # a marker (an empty __init__.py, py.typed), not a document
-                    media.append((f, root, EMPTY_REASON))
+                    left_out.append((f, root, EMPTY_REASON))
                     continue
                 files.append((f, root))
         known = {d.source_path: d for d in self.store.documents()}
-        for f, root, why in media:
+        for f, root, why in left_out:
             # an earlier version indexed it (an SVG as text) or recorded its failure: the
             # entry goes, so no path data is answered from and no stale failure is listed
             old = known.pop(str(f), None)
@@ -264,7 +264,7 @@ class Ingestor:
                 self.store.delete_document(old.id)
             report.files.append(FileResult(_display_path(f, root, self.collections),
                                            "skipped", reason=why))
-        seen = {str(f) for f, _ in files} | {str(f) for f, _, _ in media}
+        seen = {str(f) for f, _ in files} | {str(f) for f, _, _ in left_out}
         for doc in known.values():
             under_root = any(
                 r.is_dir() and Path(doc.source_path).is_relative_to(r) for r in roots
