@@ -312,6 +312,26 @@ class Settings(BaseSettings):
         "when none of the best evidence sentences holds a quarter of the question's content terms "
         "(see citewise.answer.selection.answerable).",
     )
+    answer_scorer: str = Field(
+        "bundled",
+        description="The answer-sentence scorer that orders the evidence sentences and decides "
+        "when none answers: 'bundled' (the cross-encoder shipped with citewise, ONNX int8, "
+        "trained by scripts/train_answer_scorer.py), a .onnx file of the same kind, or empty "
+        "for the rule-based ranking alone (cosine + term coverage, see "
+        "citewise.answer.selection).",
+    )
+    answer_scorer_languages: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: ["en"],
+        description="Languages of the questions the answer scorer reads, as detected (ISO "
+        "639-1), comma-separated or a JSON list; other languages keep the rule-based ranking. "
+        "Empty = every language. The shipped scorer reads English only.",
+    )
+    answer_min_probability: float = Field(
+        0.2, ge=0.0, le=1.0,
+        description="With abstain on and the answer scorer used, decline when none of the three "
+        "best evidence sentences reaches this probability of answering (chosen on development "
+        "questions, docs/benchmarks.md).",
+    )
     abstain_min_match: float = Field(
         0.38, ge=0.0, le=1.0,
         description="With abstain on, also decline when none of the three best evidence "
@@ -529,7 +549,7 @@ class Settings(BaseSettings):
         else ``alpha``. In [0, 1]; higher gives BM25 more weight."""
         return self.alpha_by_language.get(language, self.alpha)
 
-    @field_validator("rerank_languages", mode="before")
+    @field_validator("rerank_languages", "answer_scorer_languages", mode="before")
     @classmethod
     def _known_languages(cls, value: object) -> list[str]:
         """``"en,ru"``, ``'["en", "ru"]'`` or a list, lower-cased; raises ValueError naming

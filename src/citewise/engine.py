@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from citewise.answer.answerer import NO_DOCUMENTS
 from citewise.answer.factory import open_provider
 from citewise.answer.providers import PRESETS, ChatProvider
+from citewise.answer.scorer import AnswerScorer, load_answer_scorer
 from citewise.answer.service import AnswerService
 from citewise.answer.summarize import WholeDocumentAnswerer
 from citewise.answer.wholedoc import DocumentQuestion, detect_task, plan_question
@@ -88,6 +89,11 @@ class Engine:
     def reranker(self) -> Reranker | None:
         return load_reranker(self.settings.reranker_model, self.settings.threads,
                              self.settings.rerank_windows)
+
+    @cached_property
+    def answer_scorer(self) -> AnswerScorer | None:
+        """The configured answer-sentence scorer (``answer_scorer``), None when off."""
+        return load_answer_scorer(self.settings.answer_scorer, self.settings.threads)
 
     @cached_property
     def retriever(self) -> Retriever:
@@ -337,7 +343,7 @@ class Engine:
         """The answer stage (:class:`~citewise.answer.service.AnswerService`) on this engine's
         store, embedder, retriever and provider."""
         return AnswerService(self.settings, self.store, self.embedder, self.retriever,
-                             self.provider_stream)
+                             self.provider_stream, lambda: self.answer_scorer)
 
     def answer_stream(self, question: str, result: SearchResult, *, extractive: bool = False,
                       history: Sequence[tuple[str, str]] = (),

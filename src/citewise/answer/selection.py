@@ -34,6 +34,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from citewise.answer.scorer import AnswerScorer
 from citewise.embed import Embedder
 from citewise.ingest.chunking import SOURCE_WINDOW, sentences
 from citewise.retrieve.page import PAGE_PRIOR
@@ -48,6 +49,13 @@ from citewise.text.language import detect_language
 from citewise.types import Chunk, Evidence
 
 MAX_CANDIDATE_CHARS = 600
+#: Candidates of the rule-based order the answer scorer reads (:func:`rank_candidates`).
+SCORER_TOP = 24
+#: Weight of the answer scorer's probability against the rule-based score.
+SCORER_WEIGHT = 1.0
+#: The answer scorer's probability below which none of the best three candidates answers
+#: (:func:`answerable`).
+MIN_ANSWER_PROBABILITY = 0.2
 CODE_WINDOW = 12  # lines
 #: The abstention rule's floors (see :func:`answerable`), chosen on the dev split of the
 #: answer benchmark's docs questions (benchmarks/answers.py; docs/benchmarks.md).
@@ -85,6 +93,9 @@ _COMMAND_START = re.compile(
     r"^\s*(?:\$\s|>>>|curl\s|pip\s|python3?\s|export\s|cd\s|git\s|docker\s|npm\s|"
     r"[\w.-]+\s+(?:--?\w|\\$))")
 _WORD = re.compile(r"\w*[^\W\d_]\w*")
+#: A short "Label: value" line ("Support hotline: +43 1 555 0199", "Port: 8765"): a
+#: candidate however few words it has, since the value is the answer.
+_LABELLED = re.compile(r"^[^\W\d_][^:\n]{0,40}:\s*\S")
 _CODE_CHARS = set("{}[]()<>=$|\\/\"'`;")
 
 
@@ -223,13 +234,16 @@ class Scored:
     in [0, 1], the unweighted share of the question's content terms it and its innermost
     section heading hold (whether the
     question's words are there at all; in a small collection IDF says little, a word it
-    lacks outweighing all it holds; see :func:`answerable`)."""
+    lacks outweighing all it holds; see :func:`answerable`). ``answer_probability`` in [0, 1]
+    is the answer scorer's (:mod:`citewise.answer.scorer`) when it read the candidate, else
+    None."""
 
     candidate: Candidate
     score: float
     cosine: float
     coverage: float
     answer_coverage: float = 0.0
+    answer_probability: float | None = None
 
 
 def _table_rows(text: str, headings: frozenset[str] = frozenset()
@@ -319,7 +333,8 @@ def _sentence_candidates(text: str, index: int, headings: set[str]) -> list[Cand
             start += len(first) + 1 + (len(rest) - len(rest.lstrip()))  # the heading's line
             s = rest.strip()
         shown = " ".join(s.split())
-        if shown.casefold() in headings or len(_WORD.findall(shown)) < 3:
+        if shown.casefold() in headings or (len(_WORD.findall(shown)) < 3
+                                            and not _LABELLED.match(shown)):
             continue  # a heading names a topic, a list number alone says nothing
         if len(shown) > MAX_CANDIDATE_CHARS:
             shown = shown[:MAX_CANDIDATE_CHARS].rsplit(" ", 1)[0] + " …"
@@ -439,7 +454,9 @@ def rank_candidates(question: str, evidence: Sequence[Evidence], embedder: Embed
                     max_embedded: int = 64,
                     known_identifiers: frozenset[str] = frozenset(),
                     prefer_document: str | None = None, dense: bool = True,
-                    lists: Sequence[Evidence] = ()) -> list[Scored]:
+                    lists: Sequence[Evidence] = (), scorer: AnswerScorer | None = None,
+                    scorer_top: int = SCORER_TOP,
+                    scorer_weight: float = SCORER_WEIGHT) -> list[Scored]:
     """Every candidate of ``evidence`` (best first) scored against ``question``.
 
     ``lists`` (:func:`section_lists`) are scored as one candidate each (kind ``list``), their
@@ -460,7 +477,16 @@ def rank_candidates(question: str, evidence: Sequence[Evidence], embedder: Embed
     a positive score multiplied by :data:`~citewise.retrieve.page.PAGE_PRIOR`. With
     ``dense=False`` (the embedding model does not know the question's language,
     :meth:`~citewise.retrieve.retriever.Retriever.dense_models`) nothing is embedded and
-    ``coverage`` stands in for the cosine. Returns [] when there are no candidates.
+    ``coverage`` stands in for the cosine. When the question names a thing by a number or
+    letter (:func:`named_values`: "project 14", "clause 4.2"), only candidates whose text,
+    headings, document title or path hold it (:func:`holds_value`) are returned: a
+    neighbouring project's figures are not its answer, and none means "not found".
+
+    With a ``scorer`` (:class:`~citewise.answer.scorer.AnswerScorer`), the ``scorer_top``
+    best candidates of that rule-based order are read by it and re-ordered by
+    ``scorer_weight * probability + (1 - scorer_weight) * rule score``, placed above every
+    candidate it did not read (those keep their order, below). Returns [] when there are no
+    candidates.
     """
     language = detect_language(question)
     focus = question_clause(question)
@@ -526,7 +552,74 @@ def rank_candidates(question: str, evidence: Sequence[Evidence], embedder: Embed
         # subsections is the answer, however well a sentence matches the words
         top = replace(asked[0], score=scored[0].score + 0.01)
         scored = [top, *(s for s in scored if s is not asked[0])]
+    values = named_values(focus)
+    if values:  # "project 14": only where 14 is (its text, headings, title or file name)
+        scored = [s for s in scored if all(holds_value(_context(s.candidate, evidence), v)
+                                           for v in values)]
+    if scorer is not None and scored:
+        scored = _rescored(question, scored, evidence, scorer, scorer_top, scorer_weight)
     return scored
+
+
+def _context(c: Candidate, evidence: Sequence[Evidence]) -> str:
+    """A candidate's text with what names its place: its chunk's headings, its document's
+    title and file path."""
+    ev = evidence[c.index]
+    # the path upper-cased: a file name's letter ("policy_b.txt") reads as the capital asked
+    return "\n".join([c.text, *ev.chunk.section, ev.citation.title, ev.citation.path.upper()])
+
+
+def _rescored(question: str, scored: Sequence[Scored], evidence: Sequence[Evidence],
+              scorer: AnswerScorer, top: int, weight: float) -> list[Scored]:
+    """``scored`` with its first ``top`` re-ordered by the answer scorer (see
+    :func:`rank_candidates`); the rest follow with scores below the lowest of those."""
+    head, tail = list(scored[:top]), list(scored[top:])
+    units = []
+    for s in head:
+        c = s.candidate
+        section = evidence[c.index].chunk.section
+        heading = section[-1] if section and c.kind in ("sentence", "row") else ""
+        units.append((heading, c.text))
+    probs = scorer.probabilities(question_clause(question), units)
+    out = [replace(s, score=weight * float(p) + (1 - weight) * s.score,
+                   answer_probability=float(p)) for s, p in zip(head, probs, strict=True)]
+    out.sort(key=lambda s: -s.score)
+    floor = min(s.score for s in out) if out else 0.0
+    below = [replace(s, score=min(s.score, floor) - 1.0) for s in tail]
+    return out + below
+
+
+#: A thing the question names by a number or letter: "project 14", "clause 4.2", "v2",
+#: "Policy B", "article 7" (Russian and Kazakh labels too). The value must be where the answer
+#: is (:func:`named_values`).
+_NAMED_VALUE = re.compile(
+    r"\b(?:project|clause|section|article|item|policy|version|chapter|part|schedule|exhibit|"
+    r"annex|appendix|invoice|order|contract|room|unit|lot|plan|tier|step|rule|paragraph|"
+    r"статья|статьи|статье|пункт|пункта|глава|главы|раздел|бап|бабы|тармақ|тарау)"
+    r"\s*(?:no\.?|№|#)?\s*(\d+(?:\.\d+)*[a-z]?|[A-Z])\b|\b(v\d+(?:\.\d+)*)\b",
+    re.IGNORECASE)
+
+
+def named_values(question: str) -> list[str]:
+    """The numbers and letters ``question`` names things by (:data:`_NAMED_VALUE`: "project
+    14" -> ``14``, "clause 4.2" -> ``4.2``, "v2" -> ``v2``, "Policy B" -> ``B``), in order. A
+    letter counts only when written as a capital."""
+    out = []
+    for m in _NAMED_VALUE.finditer(question):
+        value = m.group(1) or m.group(2)
+        if len(value) == 1 and value.isalpha() and not value.isupper():
+            continue
+        out.append(value)
+    return list(dict.fromkeys(out))
+
+
+def holds_value(context: str, value: str) -> bool:
+    """Whether ``value`` (:func:`named_values`) stands on its own in ``context``: not inside
+    a longer number or word (``14`` is not in ``140`` or ``4.14``; ``_`` and ``-`` separate,
+    so ``project_14.md`` holds it); a letter only as a capital."""
+    flags = 0 if value.isalpha() else re.IGNORECASE
+    return re.search(rf"(?<![0-9A-Za-z.]){re.escape(value)}(?![0-9A-Za-z]|\.\d)", context,
+                     flags) is not None
 
 
 def _key(text: str) -> str:
@@ -606,7 +699,8 @@ def answer_match(s: Scored) -> float:
 
 def answerable(ranked: Sequence[Scored], question: str = "", *,
                min_coverage: float = MIN_COVERAGE,
-               min_match: float = MIN_ANSWER_MATCH, dense: bool = True) -> bool:
+               min_match: float = MIN_ANSWER_MATCH, dense: bool = True,
+               min_probability: float = MIN_ANSWER_PROBABILITY) -> bool:
     """Whether the best candidates may answer the question: some candidate among the best
     three holds at least ``min_coverage`` of the question's content terms
     (``answer_coverage``; question words such as "what" or "когда" left out), and, when the
@@ -621,12 +715,17 @@ def answerable(ranked: Sequence[Scored], question: str = "", *,
     near miss such as "does the kettle pair over Bluetooth with a phone app?" over a kettle's
     manual) is declined; one that shares more words with them is left to the answerer (the
     model may still reply that the documents do not say). A keyword query of one or two
-    terms (``question`` given) is declined only when no candidate holds any of them."""
+    terms (``question`` given) is declined only when no candidate holds any of them. When the
+    answer scorer read the best candidates (``answer_probability`` set), its probability
+    replaces both floors: answerable when one of the best three reaches ``min_probability``."""
     if not ranked:
         return False
     best = max(s.answer_coverage for s in ranked[:3])
     if question and len(content_terms(question_clause(question))) <= 2:
         return best > 0
+    probs = [s.answer_probability for s in ranked[:3] if s.answer_probability is not None]
+    if probs:  # the answer scorer read them: its probability replaces both floors
+        return max(probs) >= min_probability
     return best >= min_coverage and (
         not dense or max(answer_match(s) for s in ranked[:3]) >= min_match)
 

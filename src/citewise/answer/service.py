@@ -28,6 +28,7 @@ from citewise.answer.llm import LLMAnswerer, fall_back
 from citewise.answer.pick import PICK_TOKENS, PickAnswerer, PickStyle
 from citewise.answer.prompts import build_messages, pick_messages, write_after_pick
 from citewise.answer.providers import ChatProvider, Message, OpenAICompatible
+from citewise.answer.scorer import AnswerScorer
 from citewise.answer.selection import (
     PASSAGES_PER_FILE,
     Scored,
@@ -53,7 +54,7 @@ from citewise.retrieve.retriever import (
 from citewise.store.base import Store
 from citewise.store.scope import scoped_document_ids
 from citewise.text.analysis import identifier_parts, tokenize
-from citewise.text.language import detect_language, language_name
+from citewise.text.language import UNDETERMINED, detect_language, language_name
 from citewise.text.messages import (
     LANGUAGE_HINT,
     MORE,
@@ -100,7 +101,9 @@ class AnswerService:
     are."""
 
     def __init__(self, settings: Settings, store: Store, embedder: Embedder,
-                 retriever: Retriever, provider_stream: ProviderStream) -> None:
+                 retriever: Retriever, provider_stream: ProviderStream,
+                 answer_scorer: Callable[[], AnswerScorer | None] = lambda: None) -> None:
+        self.answer_scorer = answer_scorer
         self.settings = settings
         self.store = store
         self.embedder = embedder
@@ -148,17 +151,23 @@ class AnswerService:
         # them, as one more candidate (each document's chunks are read only for such a one)
         lists = (section_lists(question, evidence, self.store.chunks_of)
                  if list_terms(question) else [])
-        dense = self.retriever.dense_models(detect_language(question))
+        language = detect_language(question)
+        dense = self.retriever.dense_models(language)
+        wanted = s.answer_scorer_languages
+        scorer = (self.answer_scorer() if not wanted or language in wanted
+                  or language == UNDETERMINED else None)
         reading.ranked = rank_candidates(question, evidence, self.embedder, idf=reading.idf,
                                          document_idf=reading.document_idf,
                                          known_identifiers=known, dense=dense,
-                                         prefer_document=prefer_document, lists=lists)
+                                         prefer_document=prefer_document, lists=lists,
+                                         scorer=scorer)
         pool = [*evidence, *lists]
         reading.ranked = with_examples(
             with_next_instruction(question, reading.ranked, pool), pool)
         reading.timings_ms["sentences_ms"] = (time.perf_counter() - t0) * 1000
         if not reading.ranked or (s.abstain and not answerable(
-                reading.ranked, question, min_match=s.abstain_min_match, dense=dense)):
+                reading.ranked, question, min_match=s.abstain_min_match, dense=dense,
+                min_probability=s.answer_min_probability)):
             reading.declined = self.not_found(NOT_FOUND, filters, question)
             return reading
         reading.evidence = sentence_evidence(pool, reading.ranked,

@@ -31,8 +31,13 @@ from citewise.types import Block, BlockKind, Chunk, ParsedDocument
 TokenCounter = Callable[[str], int]
 
 SOURCE_WINDOW = 3000
-#: Sentence boundaries: after . ! ? … and a space, after CJK full stops, at blank lines.
-_SENTENCE_END = regex.compile(r"(?<=[.!?…])\s+|(?<=[。！？])|\n\s*\n\s*")
+#: A sentence ends after ``.``, ``!``, ``?`` or ``…`` and white space, but not after a
+#: common abbreviation ("e.g. the flag", "i.e.", "etc.", "vs.", "cf.") and, after an
+#: ellipsis, only before a word not in lower case ("citewise ingest PATH... adds files" goes
+#: on); CJK full stops end one at once.
+_SENTENCE_END = regex.compile(
+    r"(?<=[.!?…])(?<!(?i:\b(?:e\.g|i\.e|etc|vs|cf|viz|incl|approx)\.))(?<!\.\.\.|…)\s+"
+    r"|(?<=\.\.\.|…)\s+(?!\p{Ll})|(?<=[。！？])|\n\s*\n\s*")
 #: A single line break ends a sentence only after a short line (a heading, a list item, a
 #: note) or a line ending in punctuation, and before a line not starting in lower case; a
 #: long line wrapped mid-sentence ("... buyers living in\nGermany") is kept together.

