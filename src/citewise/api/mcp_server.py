@@ -55,6 +55,7 @@ from starlette.types import Receive, Scope, Send
 from citewise import __version__
 from citewise.answer.answerer import to_evidence
 from citewise.api.auth import Reader, is_admin, is_loopback, readable_collections
+from citewise.api.hosts import mcp_patterns
 from citewise.api.routes.sources import cited_span
 from citewise.api.schemas import ChatFilters
 from citewise.chat.agent import citation_dict
@@ -422,14 +423,14 @@ class McpEndpoint:
 
     def _security(self) -> TransportSecuritySettings | None:
         """DNS rebinding protection for a server on localhost (the SDK's Host and Origin
-        checks); on another address the app's own guards apply
-        (:mod:`citewise.api.origins`)."""
-        if not is_loopback(self.settings.host):
+        checks, over the names of :func:`citewise.api.hosts.answered_names`, which the app's
+        :class:`~citewise.api.hosts.HostGuard` checks first); on another address the app's own
+        guards apply (:mod:`citewise.api.hosts`, :mod:`citewise.api.origins`)."""
+        patterns = mcp_patterns(self.settings)
+        if not is_loopback(self.settings.host) or patterns is None:
             return None
-        return TransportSecuritySettings(
-            enable_dns_rebinding_protection=True,
-            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost"],
-            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"])
+        return TransportSecuritySettings(enable_dns_rebinding_protection=True,
+                                         allowed_hosts=patterns[0], allowed_origins=patterns[1])
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
