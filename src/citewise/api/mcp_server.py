@@ -61,7 +61,8 @@ from citewise.api.schemas import ChatFilters
 from citewise.chat.agent import citation_dict
 from citewise.config import COLLECTION_PATTERN, SearchMode, Settings
 from citewise.engine import Engine
-from citewise.errors import CitewiseError
+from citewise.errors import CitewiseError, ConfigError
+from citewise.ingest.confine import confined_path, ingest_roots
 from citewise.store.scope import check_scope, path_matches
 from citewise.types import Citation, DoneEvent
 
@@ -352,7 +353,9 @@ class CitewiseMCP:
                                                  idempotentHint=True, openWorldHint=False))
         async def ingest(
             paths: Annotated[list[str], Field(min_length=1, max_length=100, description=
-                                              "Files or folders on the server's machine.")],
+                                              "Files or folders on the server's machine, under "
+                                              "the collection's folder or CITEWISE_INGEST_ROOTS "
+                                              "(relative: to the collection's folder).")],
             ctx: Context[Any, Any, Any],
             collection: Annotated[str | None, Field(pattern=COLLECTION_PATTERN, description=
                                                     "The collection to index into (default: "
@@ -363,15 +366,23 @@ class CitewiseMCP:
             if not self.may_ingest(ctx):
                 raise ToolError("ingest needs the admin key (CITEWISE_API_KEY); this key may "
                                 "only read")
-            missing = [p for p in paths if not Path(p).exists()]
-            if missing:
-                raise ToolError(f"paths: not found on the server: {', '.join(missing)}")
+            # one rule with a chat INGEST: the collection's folder and CITEWISE_INGEST_ROOTS,
+            # symlinks resolved, no system or special files (citewise.ingest.confine)
+            try:
+                checked = [confined_path(self.settings, p, collection) for p in paths]
+            except ConfigError as err:
+                raise ToolError(str(err)) from None
+            refused = [c for c in checked if isinstance(c, str)]
+            if refused:
+                raise ToolError("paths: " + "; ".join(r[:300] for r in refused[:10]))
+            targets = [c for c in checked if isinstance(c, Path)]
+            within = ingest_roots(self.settings, collection)
 
             def run() -> Any:
                 if self.write_lock is None:
-                    return self.engine.ingest(paths, collection=collection)
+                    return self.engine.ingest(targets, collection=collection, within=within)
                 with self.write_lock:
-                    return self.engine.ingest(paths, collection=collection)
+                    return self.engine.ingest(targets, collection=collection, within=within)
 
             report = await self._call(run)
             return IngestResult(
