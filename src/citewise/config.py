@@ -422,6 +422,11 @@ class Settings(BaseSettings):
         "default: the folder under $home/collections/ they are stored in.",
     )
     max_upload_mb: float = Field(50.0, gt=0, description="Largest uploaded file, in MiB.")
+    max_json_kb: int = Field(
+        1024, ge=16, description="Largest request body that is not a file upload (JSON: a "
+        "chat turn, /v1/chat/completions, /mcp), in KiB; larger: HTTP 413 before any of it "
+        "is parsed.",
+    )
     upload_types: list[str] = Field(
         default_factory=lambda: [".pdf", ".docx", ".xlsx", ".xlsm", ".pptx", ".epub", ".eml",
                                  ".html", ".htm", ".md", ".markdown", ".rst",

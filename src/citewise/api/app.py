@@ -71,7 +71,8 @@ def create_app(settings: Settings, engine: Engine | None = None) -> FastAPI:
                   description="Ask your documents: answers with citations. See docs/api.md.")
     app.state.citewise = state
     # the body limit sits inside CORS only, so a browser can read its 413
-    app.add_middleware(BodyLimit, limit_mb=settings.max_upload_mb)
+    app.add_middleware(BodyLimit, limit_mb=settings.max_upload_mb,
+                       json_kb=settings.max_json_kb)
     app.add_middleware(CrossOriginGuard)  # other sites' pages: only what the widget needs
     if settings.cors_origins:
         app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins,
