@@ -429,12 +429,24 @@ class Settings(BaseSettings):
     cors_origins: list[str] = Field(
         default_factory=list, description="Origins allowed to call the API from a browser."
     )
+    allowed_hosts: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Host names the server answers to besides its defaults (loopback names, "
+        "any IP address, the bound host; the machine's name when bound to every address), "
+        "comma-separated or a JSON list: 'docs.example.org,citewise.lan'; '*' answers to any "
+        "name. A request naming another host (a DNS rebinding page) gets 421.",
+    )
     collection: str = Field(
         "default", pattern=COLLECTION_PATTERN,
         description="The collection ingested documents belong to (CLI) and uploads go to by "
         "default: the folder under $home/collections/ they are stored in.",
     )
     max_upload_mb: float = Field(50.0, gt=0, description="Largest uploaded file, in MiB.")
+    max_json_kb: int = Field(
+        1024, ge=16, description="Largest request body that is not a file upload (JSON: a "
+        "chat turn, /v1/chat/completions, /mcp), in KiB; larger: HTTP 413 before any of it "
+        "is parsed.",
+    )
     upload_types: list[str] = Field(
         default_factory=lambda: [".pdf", ".docx", ".xlsx", ".xlsm", ".pptx", ".epub", ".eml",
                                  ".html", ".htm", ".md", ".markdown", ".rst",
@@ -566,6 +578,24 @@ class Settings(BaseSettings):
             raise ValueError(f"unknown language code(s) {', '.join(unknown)}; use ISO 639-1 "
                              f"codes the detector returns: {' '.join(LANGUAGE_NAMES)}")
         return codes
+
+    @field_validator("allowed_hosts", mode="before")
+    @classmethod
+    def _host_names(cls, value: object) -> list[str]:
+        """``"a.example,b.example"``, a JSON list or a list of host names (no scheme, no
+        port), lower-cased; raises ValueError for anything else."""
+        if isinstance(value, str):
+            text = value.strip()
+            value = json.loads(text) if text.startswith("[") else text.split(",")
+        if not isinstance(value, list) or not all(isinstance(h, str) for h in value):
+            raise ValueError("give host names, comma-separated or a JSON list")
+        names = [h.strip().lower().rstrip(".") for h in value if h.strip()]
+        bad = [h for h in names if h != "*" and not re.fullmatch(r"[a-z0-9._-]+|\[[0-9a-f:.]+\]",
+                                                                 h)]
+        if bad:
+            raise ValueError(f"not a host name: {bad[0][:100]!r} (give names such as "
+                             "docs.example.org, without scheme or port)")
+        return names
 
     @field_validator("postgres_shards", mode="before")
     @classmethod

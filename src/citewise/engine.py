@@ -117,10 +117,13 @@ class Engine:
 
     # --- ingest ---------------------------------------------------------------------------
     def ingest(self, paths: Sequence[str | Path], prune: bool = False,
-               progress: ProgressFn | None = None, collection: str | None = None) -> IngestReport:
-        """Index files and folders into ``collection`` (default ``settings.collection``)."""
+               progress: ProgressFn | None = None, collection: str | None = None,
+               within: Sequence[Path] | None = None) -> IngestReport:
+        """Index files and folders into ``collection`` (default ``settings.collection``);
+        ``within``: the only folders a confined ingest reads files from
+        (:mod:`citewise.ingest.confine`)."""
         return Ingestor(self.settings, self.store, self.embedder, collection).ingest(
-            paths, prune, progress)
+            paths, prune, progress, within)
 
     def ingest_files(self, files: Sequence[tuple[Path, Path]], collection: str | None = None,
                      progress: ProgressFn | None = None) -> IngestReport:

@@ -10,7 +10,8 @@ OWN = "https://citewise.example.org"
 
 
 def test_only_the_owner_renames_cuts_short_and_rates_a_chat(make_app, docs_dir):
-    app, _ = make_app(ingest=[docs_dir], host="0.0.0.0", cors_origins=[SITE])
+    app, _ = make_app(ingest=[docs_dir], host="0.0.0.0", cors_origins=[SITE],
+                      allowed_hosts=["citewise.example.org"])
     v1, v2 = ({"X-Citewise-Visitor": t} for t in ("visitor-one-0123456789",
                                                     "visitor-two-0123456789"))
     with TestClient(app, base_url=OWN) as c:

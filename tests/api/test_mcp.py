@@ -40,7 +40,8 @@ def secured(make_app, tmp_path):
     (alpha / "payroll.md").write_text("# Payroll\n\nSalaries are paid on the 25th.\n",
                                       encoding="utf-8")
     (beta / "staff_warranty.md").write_text(PRIVATE, encoding="utf-8")
-    app, engine = make_app(api_key=ADMIN, api_keys={KEY_A: ["alpha"], KEY_B: ["beta"]})
+    app, engine = make_app(api_key=ADMIN, api_keys={KEY_A: ["alpha"], KEY_B: ["beta"]},
+                           ingest_roots=[tmp_path])
     engine.ingest([alpha], collection="alpha")
     engine.ingest([beta], collection="beta")
     with LiveServer(app) as server:
@@ -203,7 +204,7 @@ def test_only_the_admin_key_may_ingest(secured, tmp_path):
         assert not any(d.path.endswith("holidays.md") for d in engine.store.documents())
         async with client(server.url, ADMIN) as s:
             err, message = await call(s, "ingest", paths=[str(new / "missing.md")])
-            assert err and "not found" in message
+            assert err and "no such file" in message
             err, report = await call(s, "ingest", paths=[str(new)], collection="alpha")
             assert not err, report
             assert [(f["path"], f["status"]) for f in report["files"]] == [

@@ -98,8 +98,9 @@ def test_stdio_key_limits_collections_and_ingest(home, tmp_path) -> None:
     extra = tmp_path / "extra"
     extra.mkdir()
     (extra / "more.md").write_text("# More\n\nThe canteen opens at 8.\n", encoding="utf-8")
+    roots = json.dumps([str(extra)])
     results = session_calls(server(home, KEY_DOCS, CITEWISE_API_KEYS=keys,
-                                              CITEWISE_API_KEY=ADMIN), [
+                                   CITEWISE_API_KEY=ADMIN, CITEWISE_INGEST_ROOTS=roots), [
         ("search", {"query": "Which port does the staging API listen on?", "top_k": 10}),
         ("ingest", {"paths": [str(extra)]}),
     ])
@@ -109,7 +110,7 @@ def test_stdio_key_limits_collections_and_ingest(home, tmp_path) -> None:
     assert not any("BLUEHERON" in p["text"] for p in found["passages"])
     assert err_ingest and "admin key" in message
     results = session_calls(server(home, ADMIN, CITEWISE_API_KEYS=keys,
-                                              CITEWISE_API_KEY=ADMIN), [
+                                   CITEWISE_API_KEY=ADMIN, CITEWISE_INGEST_ROOTS=roots), [
         ("search", {"query": "Which port does the staging API listen on?", "top_k": 1}),
         ("ingest", {"paths": [str(extra)], "collection": "notes"}),
     ])

@@ -295,8 +295,10 @@ SITE = "https://docs.example.org"
 
 def test_widget_visitors_see_only_their_own_chats_and_other_sites_only_ask(make_app,
                                                                            docs_dir):
-    # the README's widget setup: reading open, the site's origin allowed, not on localhost
-    app, _ = make_app(ingest=[docs_dir], host="0.0.0.0", cors_origins=[SITE])
+    # the README's widget setup: reading open, the site's origin allowed, not on localhost,
+    # the server's own name allowed (CITEWISE_ALLOWED_HOSTS)
+    app, _ = make_app(ingest=[docs_dir], host="0.0.0.0", cors_origins=[SITE],
+                      allowed_hosts=["citewise.example.org"])
     v1, v2 = ({"X-Citewise-Visitor": t} for t in ("visitor-one-0123456789",
                                                     "visitor-two-0123456789"))
     site = {"Origin": SITE}

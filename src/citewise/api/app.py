@@ -1,7 +1,8 @@
 """The application factory: ``create_app(settings)`` builds the FastAPI app.
 
 It opens the chat sessions database (running its migrations), prepares the engine (models
-load lazily, on first use), mounts one router per resource, allows the CORS origins of
+load lazily, on first use), mounts one router per resource, answers only requests addressed
+to its own host names (:mod:`citewise.api.hosts`, against DNS rebinding), allows the CORS origins of
 ``settings.cors_origins`` (pages of other sites may only do what the widget needs:
 :mod:`citewise.api.origins`), limits every request body to ``max_upload_mb`` (counted as it
 arrives, :mod:`citewise.api.limits`), and translates citewise errors to HTTP statuses in one
@@ -36,6 +37,7 @@ from citewise.api.errors import (
     status_for,
     validation_error,
 )
+from citewise.api.hosts import HostGuard
 from citewise.api.limits import BodyLimit, BodyTooLarge
 from citewise.api.mcp_server import McpEndpoint
 from citewise.api.origins import CrossOriginGuard
@@ -69,7 +71,8 @@ def create_app(settings: Settings, engine: Engine | None = None) -> FastAPI:
                   description="Ask your documents: answers with citations. See docs/api.md.")
     app.state.citewise = state
     # the body limit sits inside CORS only, so a browser can read its 413
-    app.add_middleware(BodyLimit, limit_mb=settings.max_upload_mb)
+    app.add_middleware(BodyLimit, limit_mb=settings.max_upload_mb,
+                       json_kb=settings.max_json_kb)
     app.add_middleware(CrossOriginGuard)  # other sites' pages: only what the widget needs
     if settings.cors_origins:
         app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins,
@@ -77,6 +80,9 @@ def create_app(settings: Settings, engine: Engine | None = None) -> FastAPI:
                            allow_headers=["Authorization", "Content-Type", "X-API-Key",
                                           VISITOR_HEADER],
                            expose_headers=["X-Conversation-Id"])
+    # outermost: a request addressed to a name the server does not answer to (DNS
+    # rebinding) is refused before anything else looks at it
+    app.add_middleware(HostGuard, settings=settings)
     app.add_exception_handler(CitewiseError, citewise_error)
     app.add_exception_handler(BodyTooLarge, body_too_large)
     app.add_exception_handler(HTTPException, http_error)

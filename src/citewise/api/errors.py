@@ -18,13 +18,13 @@ one exists (``model_not_found``, ``invalid_api_key``, ``context_length_exceeded`
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
 from fastapi import Request
 from fastapi.exception_handlers import (
     http_exception_handler,
-    request_validation_exception_handler,
 )
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
@@ -134,7 +134,7 @@ async def body_too_large(request: Request, err: Exception) -> JSONResponse:
     if is_openai_path(request.url.path):
         return openai_error(413, err.detail, code="request_too_large",
                             headers={"Connection": "close"})
-    return JSONResponse({"detail": err.detail, "code": "UploadTooLargeError"}, status_code=413,
+    return JSONResponse({"detail": err.detail, "code": err.code}, status_code=413,
                         headers={"Connection": "close"})
 
 
@@ -151,13 +151,49 @@ async def http_error(request: Request, err: Exception) -> Response:
                         headers=dict(err.headers) if err.headers else None)
 
 
+#: Validation errors listed in a 422 (the rest are counted).
+MAX_ERRORS = 20
+#: Characters of the offending input a validation error repeats.
+EXCERPT = 100
+
+
+def _safe(value: Any) -> Any:
+    """``value`` with every string short and encodable (a lone surrogate escaped)."""
+    if isinstance(value, str):
+        text = value if len(value) <= EXCERPT else value[:EXCERPT] + "..."
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)  # NaN and Infinity are no JSON
+    if isinstance(value, int) and abs(value) > 10**EXCERPT:
+        return "a very long integer"
+    if isinstance(value, int | float) or value is None:
+        return value
+    if isinstance(value, list | dict | tuple):  # not repeated: it may be the whole body
+        return f"a {type(value).__name__} of {len(value)} items"
+    return _safe(repr(value)[:EXCERPT])
+
+
+def _short_error(error: Any) -> dict[str, Any]:
+    """One of pydantic's errors without the whole input it was given (a 46 MiB body was
+    echoed back): its type, location, message and a short excerpt of the input."""
+    return {"type": _safe(str(error.get("type", ""))),
+            "loc": [_safe(p) for p in error.get("loc", ())][:10],
+            "msg": _safe(str(error.get("msg", ""))),
+            "input": _safe(error.get("input"))}
+
+
 async def validation_error(request: Request, err: Exception) -> JSONResponse:
     """FastAPI's 422 for a request that fails validation; under ``/v1`` OpenAI's 400 naming
     the first field at fault."""
     assert isinstance(err, RequestValidationError)
     if not is_openai_path(request.url.path):
-        return await request_validation_exception_handler(request, err)
-    first = err.errors()[0] if err.errors() else {}
+        errors = err.errors()
+        shown = [_short_error(e) for e in errors[:MAX_ERRORS]]
+        if len(errors) > MAX_ERRORS:
+            shown.append({"type": "more", "loc": [], "input": None,
+                          "msg": f"and {len(errors) - MAX_ERRORS} more errors"})
+        return JSONResponse({"detail": shown}, status_code=422)
+    first = _short_error(err.errors()[0]) if err.errors() else {}
     param = _param(tuple(first.get("loc", ())))
     reason = str(first.get("msg", "invalid request"))
     message = f"Invalid value for '{param}': {reason}" if param else f"Invalid request: {reason}"

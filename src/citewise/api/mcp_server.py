@@ -55,12 +55,14 @@ from starlette.types import Receive, Scope, Send
 from citewise import __version__
 from citewise.answer.answerer import to_evidence
 from citewise.api.auth import Reader, is_admin, is_loopback, readable_collections
+from citewise.api.hosts import mcp_patterns
 from citewise.api.routes.sources import cited_span
 from citewise.api.schemas import ChatFilters
 from citewise.chat.agent import citation_dict
 from citewise.config import COLLECTION_PATTERN, SearchMode, Settings
 from citewise.engine import Engine
-from citewise.errors import CitewiseError
+from citewise.errors import CitewiseError, ConfigError
+from citewise.ingest.confine import confined_path, ingest_roots
 from citewise.store.scope import check_scope, path_matches
 from citewise.types import Citation, DoneEvent
 
@@ -351,7 +353,9 @@ class CitewiseMCP:
                                                  idempotentHint=True, openWorldHint=False))
         async def ingest(
             paths: Annotated[list[str], Field(min_length=1, max_length=100, description=
-                                              "Files or folders on the server's machine.")],
+                                              "Files or folders on the server's machine, under "
+                                              "the collection's folder or CITEWISE_INGEST_ROOTS "
+                                              "(relative: to the collection's folder).")],
             ctx: Context[Any, Any, Any],
             collection: Annotated[str | None, Field(pattern=COLLECTION_PATTERN, description=
                                                     "The collection to index into (default: "
@@ -362,15 +366,23 @@ class CitewiseMCP:
             if not self.may_ingest(ctx):
                 raise ToolError("ingest needs the admin key (CITEWISE_API_KEY); this key may "
                                 "only read")
-            missing = [p for p in paths if not Path(p).exists()]
-            if missing:
-                raise ToolError(f"paths: not found on the server: {', '.join(missing)}")
+            # one rule with a chat INGEST: the collection's folder and CITEWISE_INGEST_ROOTS,
+            # symlinks resolved, no system or special files (citewise.ingest.confine)
+            try:
+                checked = [confined_path(self.settings, p, collection) for p in paths]
+            except ConfigError as err:
+                raise ToolError(str(err)) from None
+            refused = [c for c in checked if isinstance(c, str)]
+            if refused:
+                raise ToolError("paths: " + "; ".join(r[:300] for r in refused[:10]))
+            targets = [c for c in checked if isinstance(c, Path)]
+            within = ingest_roots(self.settings, collection)
 
             def run() -> Any:
                 if self.write_lock is None:
-                    return self.engine.ingest(paths, collection=collection)
+                    return self.engine.ingest(targets, collection=collection, within=within)
                 with self.write_lock:
-                    return self.engine.ingest(paths, collection=collection)
+                    return self.engine.ingest(targets, collection=collection, within=within)
 
             report = await self._call(run)
             return IngestResult(
@@ -422,14 +434,14 @@ class McpEndpoint:
 
     def _security(self) -> TransportSecuritySettings | None:
         """DNS rebinding protection for a server on localhost (the SDK's Host and Origin
-        checks); on another address the app's own guards apply
-        (:mod:`citewise.api.origins`)."""
-        if not is_loopback(self.settings.host):
+        checks, over the names of :func:`citewise.api.hosts.answered_names`, which the app's
+        :class:`~citewise.api.hosts.HostGuard` checks first); on another address the app's own
+        guards apply (:mod:`citewise.api.hosts`, :mod:`citewise.api.origins`)."""
+        patterns = mcp_patterns(self.settings)
+        if not is_loopback(self.settings.host) or patterns is None:
             return None
-        return TransportSecuritySettings(
-            enable_dns_rebinding_protection=True,
-            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost"],
-            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"])
+        return TransportSecuritySettings(enable_dns_rebinding_protection=True,
+                                         allowed_hosts=patterns[0], allowed_origins=patterns[1])
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:

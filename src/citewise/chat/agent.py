@@ -52,6 +52,7 @@ from citewise.chat.sessions import (
 from citewise.config import SearchMode, Settings
 from citewise.engine import Engine
 from citewise.errors import CitewiseError, NotFoundError, QueryTooLongError
+from citewise.ingest.confine import confined_path, ingest_roots
 from citewise.retrieve.retriever import clean_query
 from citewise.types import (
     Answer,
@@ -412,16 +413,10 @@ class Agent:
                                model=f"{provider.name}:{provider.model}"))
 
     def _allowed_path(self, argument: str) -> Path | str:
-        """The file an INGEST may read, or the reason it may not."""
-        roots = [self.settings.collection_dir, *self.settings.ingest_roots]
-        raw = Path(argument).expanduser()
-        path = (raw if raw.is_absolute() else self.settings.collection_dir / raw).resolve()
-        if not any(path.is_relative_to(r.expanduser().resolve()) for r in roots):
-            return (f"{argument}: outside the folders the chat may ingest from (the collection "
-                    "folder and CITEWISE_INGEST_ROOTS)")
-        if not path.exists():
-            return f"{argument}: no such file or folder"
-        return path
+        """The file an INGEST may read, or the reason it may not
+        (:func:`citewise.ingest.confine.confined_path`: the collection folder and
+        ``ingest_roots``, symlinks resolved, no system or special files)."""
+        return confined_path(self.settings, argument)
 
     def _propose_ingest(self, chat_id: str, query: str, argument: str,
                         may_write: bool) -> EventStream:
@@ -528,7 +523,9 @@ class Agent:
             yield ToolCallEvent("ingest", {"path": what})
             yield StatusEvent(f"ingesting {Path(str(what)).name}", stage="ingest")
             with self.write_lock:
-                report = self.engine.ingest([path], collection=self._ingest_collection(path))
+                collection = self._ingest_collection(path)
+                report = self.engine.ingest([path], collection=collection,
+                                            within=ingest_roots(self.settings))
             counts = {s: report.count(s) for s in ("added", "updated", "unchanged", "failed")}
             result = {**counts, "chunks": report.chunks,
                       "files": [{"path": f.path, "status": f.status, "chunks": f.chunks,

@@ -64,6 +64,9 @@ def cpu_session(path: Path, threads: int, failure: str, spinning: bool = True) -
     except ImportError as err:
         raise ModelError("ONNX Runtime (onnxruntime, a citewise dependency) is missing; "
                          "reinstall citewise (pip install -e .)") from err
+    # the opt-out of citewise/__init__.py is read at import: when something imported
+    # onnxruntime before citewise, at least stop the events it would send from here on
+    ort.disable_telemetry_events()
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = threads
     opts.inter_op_num_threads = 1

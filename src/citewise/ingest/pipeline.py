@@ -31,6 +31,7 @@ from citewise.config import Settings
 from citewise.embed import Embedder
 from citewise.errors import DocumentError, EmptyDocumentError, TooLargeDocumentError
 from citewise.ingest.chunking import chunk_document, content_hash, embedding_text
+from citewise.ingest.confine import refusal
 from citewise.ingest.parsers.base import ParseOptions, parse_options, parser_for, registered
 from citewise.store.base import FileBacked, Store
 from citewise.text.analysis import ANALYZER_VERSION, analyze
@@ -224,9 +225,12 @@ class Ingestor:
     # --- public ---------------------------------------------------------------------------
     def ingest(
         self, paths: Sequence[str | Path], prune: bool = False,
-        progress: ProgressFn | None = None,
+        progress: ProgressFn | None = None, within: Sequence[Path] | None = None,
     ) -> IngestReport:
-        """Index files and folders; returns the per-file report. Never raises for a bad file."""
+        """Index files and folders; returns the per-file report. Never raises for a bad file.
+        ``within``: the resolved folders a confined ingest may read
+        (:mod:`citewise.ingest.confine`); a file whose resolved path is elsewhere (a symlink
+        out of them, a system file) is reported failed and not read."""
         started = time.perf_counter()
         report = IngestReport()
         roots = [Path(p).expanduser().resolve() for p in paths]
@@ -243,6 +247,11 @@ class Ingestor:
             for f in walk_files(root):
                 if index_file is not None and f.name.startswith(index_file.name):
                     continue  # the index itself, its -wal/-shm
+                why = refusal(f.resolve(), within) if within is not None else None
+                if why:
+                    report.files.append(FileResult(
+                        _display_path(f, root, self.collections), "failed", reason=why))
+                    continue
                 if not f.is_file():  # FIFOs, sockets, devices: reading one could block forever
                     report.files.append(FileResult(
                         _display_path(f, root, self.collections), "failed",
