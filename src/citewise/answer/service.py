@@ -165,6 +165,10 @@ class AnswerService:
         reading.ranked = with_examples(
             with_next_instruction(question, reading.ranked, pool), pool)
         reading.timings_ms["sentences_ms"] = (time.perf_counter() - t0) * 1000
+        probs = [x.answer_probability for x in reading.ranked[:3]
+                 if x.answer_probability is not None]
+        if probs:  # the answer scorer's best probability: what the decline floor compared
+            reading.timings_ms["answer_probability"] = max(probs)
         if not reading.ranked or (s.abstain and not answerable(
                 reading.ranked, question, min_match=s.abstain_min_match, dense=dense,
                 min_probability=s.answer_min_probability)):
