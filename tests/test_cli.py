@@ -340,3 +340,12 @@ def test_passages_read_but_not_cited_are_not_listed_as_sources(env):
     sources, _, also = listed.partition("Also read, not cited")
     assert "[1] kitchen/kettle.md" in sources and "toaster" not in sources, result.stdout
     assert "[2] kitchen/toaster.md" in also, result.stdout
+
+
+def test_version_prints_the_installed_version():
+    """Regression: `citewise --version` did not exist (exit 2)."""
+    from importlib.metadata import version
+
+    result = CliRunner().invoke(app, ["--version"])
+    assert result.exit_code == 0, result.output
+    assert result.output.strip() == f"citewise {version('citewise')}"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+from typing import Annotated
 
 import typer
 
@@ -25,8 +26,21 @@ app = typer.Typer(
 app.add_typer(eval_app, name="eval")
 
 
+def _print_version(value: bool) -> None:
+    """``--version``: the installed citewise version, then exit 0."""
+    if value:
+        from importlib.metadata import version
+
+        typer.echo(f"citewise {version('citewise')}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _setup() -> None:
+def _setup(
+    version: Annotated[bool, typer.Option(
+        "--version", callback=_print_version, is_eager=True,
+        help="Print the installed citewise version and exit.")] = False,
+) -> None:
     """Ask your documents: hybrid search with cited answers, offline by default."""
     # the CLI is the application, so it decides what reaches the terminal: citewise's own
     # warnings are shown once by the commands (fallback notes), not again by the log;
