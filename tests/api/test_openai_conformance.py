@@ -50,6 +50,16 @@ def test_models_list_and_retrieve(live):
     assert _shape(err.value)["code"] == "model_not_found"
 
 
+def test_responses_api_is_refused_with_the_endpoint_to_use(live):
+    """Regression: /v1/responses (the default of newer agent frameworks) was a bare 404."""
+    _, client, _ = live
+    with pytest.raises(openai.NotFoundError) as err:
+        client.responses.create(model="citewise", input="When are salaries paid?")
+    error = _shape(err.value)
+    assert error["code"] == "unsupported_endpoint"
+    assert "/v1/chat/completions" in error["message"]
+
+
 def test_every_error_has_openai_shape(live):
     server, client, _ = live
     with pytest.raises(openai.BadRequestError) as err:  # 400, not FastAPI's 422

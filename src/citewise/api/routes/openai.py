@@ -122,6 +122,16 @@ def retrieve_model(model: str) -> Any:
     return OpenAIModel(id=MODEL)
 
 
+@router.api_route("/responses", methods=["GET", "POST"], include_in_schema=False)
+def responses() -> JSONResponse:
+    """OpenAI's Responses API is not served: an OpenAI-shaped 404 that names the endpoint to
+    call instead (agent frameworks that default to it show the message)."""
+    return openai_error(404, "citewise serves OpenAI's Chat Completions API, not the Responses "
+                             "API: send the request to POST /v1/chat/completions (with "
+                             "`messages`) instead of /v1/responses.",
+                        code="unsupported_endpoint")
+
+
 @router.post("/chat/completions")
 async def chat_completions(body: OpenAIChatRequest, state: StateDep, reader: ReaderDep) -> Any:
     """A chat completion (``stream: true`` for ``chat.completion.chunk`` events)."""
