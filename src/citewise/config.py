@@ -326,6 +326,11 @@ class Settings(BaseSettings):
         "639-1), comma-separated or a JSON list; other languages keep the rule-based ranking. "
         "Empty = every language. The shipped scorer reads English only.",
     )
+    prefer_named_documents: bool = Field(
+        True,
+        description="When a question names a document by names only some of the evidence "
+        "documents hold (a contract's parties), answer from those documents only.",
+    )
     answer_min_probability: float = Field(
         0.2, ge=0.0, le=1.0,
         description="With abstain on and the answer scorer used, decline when none of the three "

@@ -138,3 +138,39 @@ def test_question_naming_a_project_that_does_not_exist_is_declined(projects):
     for n in (77, 99):
         answer = projects.ask(f"What is the approved budget of project {n}?", extractive=True)
         assert not answer.found, answer.text
+
+
+CONTRACT = """LICENSE AGREEMENT
+
+This License Agreement is made between {a} and {b}.
+
+1. Grant. {a} grants {b} a licence to use the software in its stores.
+
+2. Term. This Agreement runs for {years} years from the effective date.
+
+3. Governing law. This Agreement shall be governed by the laws of the State of {state}.
+
+4. Notices. Notices are given in writing to the addresses above.
+"""
+PARTIES = [("Hertz Investment Group", "Acme Retail", "Delaware", 3),
+           ("Borealis Mining", "Quintal Foods", "Texas", 5),
+           ("Zephyr Aviation", "Lumen Clinics", "Ohio", 7),
+           ("Orchid Textiles", "Granite Bank", "Nevada", 2)]
+
+
+def test_question_naming_a_contract_by_its_parties_is_answered_from_that_contract(
+        tmp_path, make_engine):
+    """Regression: "Consider the agreement between X and Y; which law governs it?" opened
+    with another contract's governing-law clause."""
+    folder = tmp_path / "contracts"
+    folder.mkdir()
+    for i, (a, b, state, years) in enumerate(PARTIES):
+        (folder / f"contract_{i}.txt").write_text(
+            CONTRACT.format(a=a, b=b, state=state, years=years), encoding="utf-8")
+    engine = make_engine()
+    engine.ingest([folder])
+    answer = engine.ask("Consider the License Agreement between Zephyr Aviation and Lumen "
+                        "Clinics; which state's law governs it?", extractive=True)
+    assert answer.found and "Ohio" in answer.text.split("[1]")[0], answer.text
+    cited = [c for c in answer.citations if c.n in answer.cited]
+    assert cited and all(c.path.endswith("contract_2.txt") for c in cited)

@@ -35,6 +35,7 @@ from citewise.answer.selection import (
     answerable,
     list_terms,
     name_terms,
+    names,
     rank_candidates,
     section_lists,
     sentence_evidence,
@@ -95,6 +96,14 @@ class Reading:
     document_idf: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
+#: Most share of the collection's chunks a name may appear in and still name a document
+#: (:meth:`AnswerService.named_documents`): a party of one contract, not a word every
+#: document uses.
+NAMED_SHARE = 0.05
+#: Below this many chunks every name counts as rare (a few contracts share few words).
+NAMED_MIN_CHUNKS = 200
+
+
 class AnswerService:
     """Answers questions over ``store`` with ``embedder`` and ``retriever`` (already built);
     ``provider_stream`` opens the LLM (see :data:`ProviderStream`). Thread-safe as its parts
@@ -146,6 +155,10 @@ class AnswerService:
         if s.evidence != "sentences":
             return reading
         t0 = time.perf_counter()
+        if s.prefer_named_documents:
+            named = self.named_documents(question, evidence)
+            if named:  # "the Service Agreement between X and Y": its clauses, not another's
+                evidence = [ev for ev in evidence if ev.citation.document_id in named]
         known = frozenset(t for t in identifier_parts(question) if df.get(t, 0) > 0)
         # a question asking which things: the subsection headings of a section named for
         # them, as one more candidate (each document's chunks are read only for such a one)
@@ -180,6 +193,38 @@ class AnswerService:
                                              count_tokens=self.embedder.count_tokens,
                                              max_per_file=PASSAGES_PER_FILE)
         return reading
+
+    def named_documents(self, question: str, evidence: Sequence[Evidence]) -> set[str]:
+        """The ids of the evidence documents the question names, or an empty set.
+
+        A question often names the document it is about by names only that document holds
+        (a contract's parties, "the Hertz license agreement"; :func:`~citewise.answer.
+        selection.names` of the whole question, preamble included). A name counts when some
+        evidence documents hold it and others do not, and it is rare in the collection (in
+        at most :data:`NAMED_SHARE` of the chunks, or the collection has fewer than
+        :data:`NAMED_MIN_CHUNKS`); the documents holding the most such names are the ones
+        named. Nothing is chosen when no name counts."""
+        language = detect_language(question)
+        forms = list(dict.fromkeys(t[-1] for t in (tokenize(n, language)
+                                                   for n in names(question)) if t))
+        if not forms:
+            return set()
+        n, df = self.store.term_document_frequencies(forms)
+        rare = [t for t in forms
+                if 0 < df.get(t, 0) and (n < NAMED_MIN_CHUNKS or df[t] <= NAMED_SHARE * n)]
+        if not rare:
+            return set()
+        held: dict[str, set[str]] = {}
+        for doc_id in dict.fromkeys(ev.citation.document_id for ev in evidence):
+            incidence = self.store.document_incidence(doc_id, rare)
+            present = incidence.present.any(axis=0) if len(incidence.chunk_ids) else ()
+            held[doc_id] = {t for t, p in zip(rare, present, strict=False) if p}
+        telling = set().union(*held.values()) - set.intersection(*held.values())
+        if not telling:
+            return set()
+        count = {d: len(h & telling) for d, h in held.items()}
+        best = max(count.values())
+        return {d for d, c in count.items() if c == best}
 
     def stream(self, question: str, result: SearchResult, *, extractive: bool = False,
                history: Sequence[tuple[str, str]] = (),
