@@ -603,6 +603,7 @@ class Runner:
                        "cited_at": [c.location for c in answer.citations
                                     if c.n in answer.cited],
                        "answer_probability": answer.metrics.get("answer_probability"),
+                       "floors_answer": answer.metrics.get("floors_answer"),
                        "first_token_ms": answer.metrics.get("llm_first_token_ms"),
                        "prompt_tokens": answer.metrics.get("prompt_tokens"),
                        **judge(answer, item)}

@@ -331,8 +331,13 @@ class Settings(BaseSettings):
         description="When a question names a document by names only some of the evidence "
         "documents hold (a contract's parties), answer from those documents only.",
     )
+    answer_scorer_weight: float = Field(
+        0.5, ge=0.0, le=1.0,
+        description="Weight of the answer scorer's probability against the rule-based score "
+        "(cosine and term coverage) when ordering evidence sentences; 1 = the scorer's order.",
+    )
     answer_min_probability: float = Field(
-        0.2, ge=0.0, le=1.0,
+        0.1, ge=0.0, le=1.0,
         description="With abstain on and the answer scorer used, decline when none of the three "
         "best evidence sentences reaches this probability of answering (chosen on development "
         "questions, docs/benchmarks.md).",

@@ -54,10 +54,10 @@ def test_scorer_prefers_a_governing_law_clause_to_a_footer_naming_the_parties(sc
                 "Acme Corp?")
     units = [
         ("", "LICENSOR: HERTZ INVESTMENT GROUP, LLC 4 LICENSEE: ACME CORP"),
-        ("", "This License Agreement is made between Hertz Investment Group, LLC and Acme "
-             "Corp."),
-        ("", "This Agreement shall be governed by and construed in accordance with the laws "
-             "of the State of Delaware."),
+        ("", ("This License Agreement is made between Hertz Investment Group, LLC and Acme "
+             "Corp.")),
+        ("", ("This Agreement shall be governed by and construed in accordance with the laws "
+             "of the State of Delaware.")),
     ]
     assert int(scorer.probabilities(question, units).argmax()) == 2
 
@@ -101,8 +101,8 @@ def test_sentence_splitter_keeps_ellipsis_and_abbreviations_inside_a_sentence():
     """Regression: "citewise ingest PATH... adds files and folders to the index." was cut
     at the three dots and quoted as "adds files and folders to the index."."""
     assert sentences("citewise ingest PATH... adds files and folders to the index. "
-                     "Next one.") == ["citewise ingest PATH... adds files and folders to the "
-                                      "index.", "Next one."]
+                     "Next one.") == [("citewise ingest PATH... adds files and folders to the "
+                                      "index."), "Next one."]
     assert sentences("Use a flag, e.g. the --top-k flag. Then ask.") == [
         "Use a flag, e.g. the --top-k flag.", "Then ask."]
 

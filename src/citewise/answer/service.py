@@ -173,7 +173,7 @@ class AnswerService:
                                          document_idf=reading.document_idf,
                                          known_identifiers=known, dense=dense,
                                          prefer_document=prefer_document, lists=lists,
-                                         scorer=scorer)
+                                         scorer=scorer, scorer_weight=s.answer_scorer_weight)
         pool = [*evidence, *lists]
         reading.ranked = with_examples(
             with_next_instruction(question, reading.ranked, pool), pool)
@@ -182,6 +182,10 @@ class AnswerService:
                  if x.answer_probability is not None]
         if probs:  # the answer scorer's best probability: what the decline floor compared
             reading.timings_ms["answer_probability"] = max(probs)
+            # whether the word and match floors alone would answer (benchmarks tune on it)
+            reading.timings_ms["floors_answer"] = float(answerable(
+                reading.ranked, question, min_match=s.abstain_min_match, dense=dense,
+                min_probability=0.0))
         if not reading.ranked or (s.abstain and not answerable(
                 reading.ranked, question, min_match=s.abstain_min_match, dense=dense,
                 min_probability=s.answer_min_probability)):
