@@ -221,9 +221,11 @@ class AnswerService:
         held: dict[str, set[str]] = {}
         for doc_id in dict.fromkeys(ev.citation.document_id for ev in evidence):
             incidence = self.store.document_incidence(doc_id, rare)
-            present = incidence.present.any(axis=0) if len(incidence.chunk_ids) else ()
-            held[doc_id] = {t for t, p in zip(rare, present, strict=False) if p}
-        telling = set().union(*held.values()) - set.intersection(*held.values())
+            present: list[bool] = ([bool(x) for x in incidence.present.any(axis=0)]
+                                   if len(incidence.chunk_ids) else [False] * len(rare))
+            held[doc_id] = {t for t, p in zip(rare, present, strict=True) if p}
+        sets = list(held.values())
+        telling = set().union(*sets) - sets[0].intersection(*sets[1:])
         if not telling:
             return set()
         count = {d: len(h & telling) for d, h in held.items()}

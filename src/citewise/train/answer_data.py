@@ -36,6 +36,7 @@ import random
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 from citewise.ingest.chunking import sentences
 from citewise.retrieve.rerank import unit_text
@@ -195,7 +196,7 @@ def cuad_examples(folder: str | Path, exclude: Iterable[str] = (),
     (:func:`pick_negatives`)."""
     folder = Path(folder)
     skip = {Path(e).name for e in exclude}
-    by_contract: dict[str, list[dict]] = {}
+    by_contract: dict[str, list[dict[str, Any]]] = {}
     with open(folder / "clause_spans.dev.jsonl", encoding="utf-8") as f:
         for line in f:
             row = json.loads(line)
@@ -219,7 +220,8 @@ def cuad_examples(folder: str | Path, exclude: Iterable[str] = (),
                               _stable_seed(contract, r["category"]))
             question = CUAD_QUESTIONS[r["category"]].format(doc=doc)
             question = question[0].upper() + question[1:]
-            pos, neg = [], []
+            pos: list[str] = []
+            neg: list[str] = []
             for start, end, s in spans:
                 hit = any(min(end, c["end"]) - max(start, c["start"])
                           >= min(20, c["end"] - c["start"]) for c in r["clauses"])
