@@ -16,6 +16,8 @@ from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
+import numpy as np
+
 from citewise.answer.answerer import NOT_FOUND, to_evidence
 from citewise.answer.budget import (
     PRIMING,
@@ -221,9 +223,8 @@ class AnswerService:
         held: dict[str, set[str]] = {}
         for doc_id in dict.fromkeys(ev.citation.document_id for ev in evidence):
             incidence = self.store.document_incidence(doc_id, rare)
-            present: list[bool] = ([bool(x) for x in incidence.present.any(axis=0)]
-                                   if len(incidence.chunk_ids) else [False] * len(rare))
-            held[doc_id] = {t for t, p in zip(rare, present, strict=True) if p}
+            matrix = np.asarray(incidence.present, dtype=bool).reshape(-1, len(rare))
+            held[doc_id] = {t for j, t in enumerate(rare) if matrix[:, j].any()}
         sets = list(held.values())
         telling = set().union(*sets) - sets[0].intersection(*sets[1:])
         if not telling:
