@@ -181,7 +181,9 @@ def test_ask_streams_an_llm_answer_and_extractive_on_request(env, monkeypatch, l
     monkeypatch.setenv("CITEWISE_LLM_BASE_URL", llm_url)
     monkeypatch.setenv("CITEWISE_LLM_MODEL", "qwen2.5-coder-0.5b")
     assert run("ingest", str(CASES / "c27_injection" / "kettle_warranty.md")).exit_code == 0
-    result = run("ask", "How long is the warranty on the Model K2 kettle?", "--format", "json")
+    # the kettle is not named by a name only its file holds ("Model K2" would be: then only
+    # that file is read, prefer_named_documents), so both files are read
+    result = run("ask", "How long is the warranty on the kettle?", "--format", "json")
     answer = json.loads(result.stdout)
     assert answer["mode"] == "llm" and "24" in answer["text"] and answer["cited"] == [1]
     assert answer["model"] == "llamacpp:qwen2.5-coder-0.5b" and answer["unsupported"] == []
@@ -331,10 +333,12 @@ def test_passages_read_but_not_cited_are_not_listed_as_sources(env):
         "# Toaster T1\n\nThe T1 toaster has a warranty of 12 months and six browning "
         "levels.\n", encoding="utf-8")
     assert run("ingest", str(folder)).exit_code == 0
-    result = run("ask", "How long is the warranty on the Model K2 kettle?", "--format", "json")
+    # the kettle is not named by a name only its file holds ("Model K2" would be: then only
+    # that file is read, prefer_named_documents), so both files are read
+    result = run("ask", "How long is the warranty on the kettle?", "--format", "json")
     answer = json.loads(result.stdout)
     assert answer["cited"] == [1] and len(answer["citations"]) == 2, answer
-    result = run("ask", "How long is the warranty on the Model K2 kettle?")
+    result = run("ask", "How long is the warranty on the kettle?")
     text, _, listed = result.stdout.partition("\nSources\n")
     assert "24 months" in text and "[1]" in text and "[2]" not in text
     sources, _, also = listed.partition("Also read, not cited")

@@ -551,7 +551,8 @@ def rank_candidates(question: str, evidence: Sequence[Evidence], embedder: Embed
         scored = [s for s in scored if all(holds_value(_context(s.candidate, evidence), v)
                                            for v in values)]
     if scorer is not None and scored:
-        scored = _rescored(question, scored, evidence, scorer, scorer_top, scorer_weight)
+        scored = _rescored(question, scored, evidence, scorer, scorer_top, scorer_weight,
+                           prefer_document)
     wanted = list_terms(question) if lists else set()
     asked = [s for s in scored if s.candidate.kind == "list" and wanted & set(tokenize(
         evidence[s.candidate.index].chunk.section[-1], language))]
@@ -572,9 +573,12 @@ def _context(c: Candidate, evidence: Sequence[Evidence]) -> str:
 
 
 def _rescored(question: str, scored: Sequence[Scored], evidence: Sequence[Evidence],
-              scorer: AnswerScorer, top: int, weight: float) -> list[Scored]:
+              scorer: AnswerScorer, top: int, weight: float,
+              prefer_document: str | None = None) -> list[Scored]:
     """``scored`` with its first ``top`` re-ordered by the answer scorer (see
-    :func:`rank_candidates`); the rest follow with scores below the lowest of those."""
+    :func:`rank_candidates`); the rest follow with scores below the lowest of those. The
+    priors the scorer cannot see (the sentence defines the named identifier; the page the
+    question is asked from) apply to the blended score too."""
     head, tail = list(scored[:top]), list(scored[top:])
     units = []
     for s in head:
@@ -592,6 +596,9 @@ def _rescored(question: str, scored: Sequence[Scored], evidence: Sequence[Eviden
         score = weight * float(p) + (1 - weight) * s.score
         if named and s.candidate.kind in ("sentence", "row") and _subject(s.candidate) in named:
             score *= DEFINES_PRIOR
+        if prefer_document is not None and \
+                evidence[s.candidate.index].citation.document_id == prefer_document:
+            score *= PAGE_PRIOR
         out.append(replace(s, score=score, answer_probability=float(p)))
     out.sort(key=lambda s: -s.score)
     floor = min(s.score for s in out) if out else 0.0
