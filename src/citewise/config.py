@@ -342,6 +342,14 @@ class Settings(BaseSettings):
         "best evidence sentences reaches this probability of answering (chosen on development "
         "questions, docs/benchmarks.md).",
     )
+    answer_trust_probability: float = Field(
+        1.0, ge=0.0, le=1.0,
+        description="With the answer scorer used, answer when one of the three best evidence "
+        "sentences reaches this probability, even if the word and match floors would decline "
+        "(a long question shares few of its words with its answer); 1 (the default) turns it "
+        "off: at 0.5 it changed right answers on the dev questions by -0.009 [-0.032, +0.013] "
+        "(docs/benchmarks.md).",
+    )
     abstain_min_match: float = Field(
         0.38, ge=0.0, le=1.0,
         description="With abstain on, also decline when none of the three best evidence "

@@ -11,7 +11,10 @@ import pytest
 
 from citewise.answer.scorer import bundled_path, load_answer_scorer
 from citewise.answer.selection import (
+    Candidate,
+    Scored,
     _sentence_candidates,
+    answerable,
     holds_value,
     named_values,
 )
@@ -174,3 +177,22 @@ def test_question_naming_a_contract_by_its_parties_is_answered_from_that_contrac
     assert answer.found and "Ohio" in answer.text.split("[1]")[0], answer.text
     cited = [c for c in answer.citations if c.n in answer.cited]
     assert cited and all(c.path.endswith("contract_2.txt") for c in cited)
+
+
+def _scored(probability: float | None, coverage: float = 0.0, cosine: float = 0.0) -> Scored:
+    return Scored(Candidate(0, "a sentence", 0, 10, "sentence"), 0.5, cosine, coverage,
+                  coverage, probability)
+
+
+def test_answerable_trusts_a_sure_scorer_and_declines_an_unsure_one():
+    """A long question shares few words with its answer (the word floor declined a 680-
+    character question whose answer the scorer gave 0.51): with ``trust_probability`` a
+    sentence the scorer is sure of answers; one it gives under the floor never does, whatever
+    the words say."""
+    question = ("We keep a handbook of Markdown files and PDFs and some colleagues write in "
+                "Russian; what exactly do I need to do to switch the embedding model?")
+    assert answerable([_scored(0.6)], question, trust_probability=0.5)
+    assert not answerable([_scored(0.6)], question)  # off by default
+    assert not answerable([_scored(0.05, coverage=1.0, cosine=1.0)], question)
+    assert answerable([_scored(0.3, coverage=1.0, cosine=1.0)], question)
+    assert answerable([_scored(None, coverage=1.0, cosine=1.0)], question)

@@ -187,10 +187,11 @@ class AnswerService:
             # whether the word and match floors alone would answer (benchmarks tune on it)
             reading.timings_ms["floors_answer"] = float(answerable(
                 reading.ranked, question, min_match=s.abstain_min_match, dense=dense,
-                min_probability=0.0))
+                min_probability=0.0, trust_probability=2.0))
         if not reading.ranked or (s.abstain and not answerable(
                 reading.ranked, question, min_match=s.abstain_min_match, dense=dense,
-                min_probability=s.answer_min_probability)):
+                min_probability=s.answer_min_probability,
+                trust_probability=s.answer_trust_probability)):
             reading.declined = self.not_found(NOT_FOUND, filters, question)
             return reading
         reading.evidence = sentence_evidence(pool, reading.ranked,
