@@ -556,7 +556,7 @@ def rank_candidates(question: str, evidence: Sequence[Evidence], embedder: Embed
                                            for v in values)]
     if scorer is not None and scored:
         scored = _rescored(question, scored, evidence, scorer, scorer_top, scorer_weight,
-                           prefer_document)
+                           named, prefer_document)
     wanted = list_terms(question) if lists else set()
     asked = [s for s in scored if s.candidate.kind == "list" and wanted & set(tokenize(
         evidence[s.candidate.index].chunk.section[-1], language))]
@@ -577,7 +577,7 @@ def _context(c: Candidate, evidence: Sequence[Evidence]) -> str:
 
 
 def _rescored(question: str, scored: Sequence[Scored], evidence: Sequence[Evidence],
-              scorer: AnswerScorer, top: int, weight: float,
+              scorer: AnswerScorer, top: int, weight: float, named: set[str],
               prefer_document: str | None = None) -> list[Scored]:
     """``scored`` with its first ``top`` re-ordered by the answer scorer (see
     :func:`rank_candidates`); the rest follow with scores below the lowest of those. The
@@ -597,9 +597,9 @@ def _rescored(question: str, scored: Sequence[Scored], evidence: Sequence[Eviden
     probs: list[float | None] = [None] * len(head)
     for i, p in zip(read, scorer.probabilities(focus, units).tolist(), strict=True):
         probs[i] = p
-    # a sentence or row that starts with the identifier the question names defines it: the
-    # scorer reads words, not which one is the subject, so the prior applies after it too
-    named = {_key(m.group()) for m in _IDENTIFIER.finditer(focus)} - {""}
+    # a sentence or row that starts with an identifier the question names (``named``, as
+    # rank_candidates found them) defines it: the scorer reads words, not which one is the
+    # subject, so the prior applies after it too
     out = []
     for s, p in zip(head, probs, strict=True):
         if p is None:

@@ -57,7 +57,7 @@ from citewise.retrieve.retriever import (
 from citewise.store.base import Store
 from citewise.store.scope import scoped_document_ids
 from citewise.text.analysis import identifier_parts, tokenize
-from citewise.text.language import UNDETERMINED, detect_language, language_name
+from citewise.text.language import among, detect_language, language_name
 from citewise.text.messages import (
     LANGUAGE_HINT,
     MORE,
@@ -168,9 +168,8 @@ class AnswerService:
                  if list_terms(question) else [])
         language = detect_language(question)
         dense = self.retriever.dense_models(language)
-        wanted = s.answer_scorer_languages
-        scorer = (self.answer_scorer() if not wanted or language in wanted
-                  or language == UNDETERMINED else None)
+        scorer = (self.answer_scorer() if among(language, s.answer_scorer_languages)
+                  else None)
         reading.ranked = rank_candidates(question, evidence, self.embedder, idf=reading.idf,
                                          document_idf=reading.document_idf,
                                          known_identifiers=known, dense=dense,

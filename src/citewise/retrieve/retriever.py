@@ -57,7 +57,7 @@ from citewise.text.analysis import (
     tokenize,
     without_known_parts,
 )
-from citewise.text.language import UNDETERMINED, detect_language
+from citewise.text.language import UNDETERMINED, among, detect_language
 from citewise.types import Hit
 
 _INVISIBLE = {"Cf", "Cc", "Zs", "Zl", "Zp"}
@@ -440,9 +440,7 @@ class Retriever:
         """Whether a question detected as ``language`` is reranked: a reranker is loaded and
         ``Settings.rerank_languages`` is empty or holds the language (a question of no
         detected language, such as a bare identifier, is reranked)."""
-        wanted = self.settings.rerank_languages
-        return self.reranker is not None and (
-            not wanted or language in wanted or language == UNDETERMINED)
+        return self.reranker is not None and among(language, self.settings.rerank_languages)
 
     def routing_language(self, language: str,
                          filters: Mapping[str, Any] | None = None) -> str | None:

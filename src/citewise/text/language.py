@@ -29,6 +29,7 @@ chunk. It never raises for any ``str``.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 
 import regex
 
@@ -114,6 +115,13 @@ def detect_language(text: str) -> str:
     if english and (len(words) < 20 or english >= 0.05 * len(words)):
         return "en"
     return UNDETERMINED
+
+
+def among(language: str, wanted: Sequence[str]) -> bool:
+    """Whether a question detected as ``language`` is one a model limited to ``wanted``
+    languages reads: ``wanted`` is empty (every language), holds it, or the language is
+    undetermined (a bare identifier)."""
+    return not wanted or language in wanted or language == UNDETERMINED
 
 
 def language_name(code: str) -> str | None:
